@@ -1,0 +1,97 @@
+#ifndef HTTPOPERATIONS_CCURL_SHIM_H
+#define HTTPOPERATIONS_CCURL_SHIM_H
+
+// libcurl for Swift.
+//
+// curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic C functions, which
+// Swift cannot call. Each wrapper below fixes the type of the one variadic argument, so the
+// Swift side picks the wrapper that matches the option's documented type and the C compiler
+// checks the rest. Nothing here adds behaviour.
+
+#include <curl/curl.h>
+#include <sys/epoll.h>
+
+// MARK: - Easy handle options
+
+static inline CURLcode ccurl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode ccurl_easy_setopt_off(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+/// For string options: curl copies the string (since 7.17), so it may be freed afterwards.
+static inline CURLcode ccurl_easy_setopt_string(CURL *handle, CURLoption option, const char *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+/// For object and user-data options (CURLOPT_PRIVATE, CURLOPT_*DATA, CURLOPT_HTTPHEADER).
+static inline CURLcode ccurl_easy_setopt_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+/// CURLOPT_WRITEFUNCTION, CURLOPT_HEADERFUNCTION and CURLOPT_READFUNCTION share this shape.
+typedef size_t (*ccurl_data_callback)(char *buffer, size_t size, size_t count, void *userdata);
+
+static inline CURLcode ccurl_easy_setopt_data_callback(CURL *handle, CURLoption option, ccurl_data_callback value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode ccurl_easy_setopt_xferinfo_callback(CURL *handle, curl_xferinfo_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, value);
+}
+
+static inline CURLcode ccurl_easy_setopt_seek_callback(CURL *handle, curl_seek_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, value);
+}
+
+// MARK: - Easy handle information
+
+static inline CURLcode ccurl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode ccurl_easy_getinfo_off(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode ccurl_easy_getinfo_string(CURL *handle, CURLINFO info, char **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode ccurl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+// MARK: - Multi handle options
+
+static inline CURLMcode ccurl_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
+    return curl_multi_setopt(handle, option, value);
+}
+
+static inline CURLMcode ccurl_multi_setopt_pointer(CURLM *handle, CURLMoption option, void *value) {
+    return curl_multi_setopt(handle, option, value);
+}
+
+static inline CURLMcode ccurl_multi_setopt_socket_callback(CURLM *handle, curl_socket_callback value) {
+    return curl_multi_setopt(handle, CURLMOPT_SOCKETFUNCTION, value);
+}
+
+static inline CURLMcode ccurl_multi_setopt_timer_callback(CURLM *handle, curl_multi_timer_callback value) {
+    return curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, value);
+}
+
+// MARK: - Values that are macros in curl.h (Swift does not import function-like or cast macros)
+
+static const long ccurl_auth_basic = (long)CURLAUTH_BASIC;
+static const long ccurl_auth_digest = (long)CURLAUTH_DIGEST;
+static const curl_socket_t ccurl_socket_timeout = CURL_SOCKET_TIMEOUT;
+static const int ccurl_readfunc_abort = CURL_READFUNC_ABORT;
+static const int ccurl_pause_all = CURLPAUSE_ALL;
+static const int ccurl_pause_cont = CURLPAUSE_CONT;
+static const int ccurl_seekfunc_ok = CURL_SEEKFUNC_OK;
+static const int ccurl_seekfunc_fail = CURL_SEEKFUNC_FAIL;
+static const int ccurl_seekfunc_cantseek = CURL_SEEKFUNC_CANTSEEK;
+
+#endif

@@ -1,0 +1,101 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// A ``URLConnectionOperation`` for HTTP that validates and decodes its response with a
+/// response serializer and reports the outcome to a success or a failure block.
+///
+/// Exactly one of the two blocks runs, exactly once, on ``URLConnectionOperation/completionQueue``
+/// and never on the network thread. A cancelled operation calls `failure` with
+/// `URLError(.cancelled)` and never `success`. The blocks run before the operation is marked
+/// finished, so an operation that depends on this one starts after them and can read
+/// ``responseObject``.
+///
+/// ```swift
+/// let operation = HTTPRequestOperation(request: URLRequest(url: url))
+/// operation.setCompletionBlockWithSuccess({ operation, object in
+///     print(operation.response?.statusCode ?? 0, object ?? "")
+/// }, failure: { operation, error in
+///     print("failed:", error)
+/// })
+/// queue.addOperation(operation)
+/// ```
+///
+/// ## Subclassing notes
+///
+/// Override ``processResponse()`` to change how the outcome is decided; call `super` to keep
+/// serialization and the blocks. Replace ``responseSerializer`` to change only the decoding.
+open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
+    // @unchecked Sendable: this class's own mutable fields live in `httpState`, behind its
+    // Mutex; the inherited ones behind the superclass's.
+
+    /// Called with the operation and its serialized response object.
+    public typealias SuccessBlock = @Sendable (_ operation: HTTPRequestOperation, _ responseObject: Any?) -> Void
+    /// Called with the operation and the reason it failed.
+    public typealias FailureBlock = @Sendable (_ operation: HTTPRequestOperation, _ error: any Error) -> Void
+
+    private struct HTTPState: @unchecked Sendable {
+        // @unchecked: `responseObject` is whatever the serializer made (JSON objects are
+        // `Any`); it is written once on the completion queue and read after.
+        var responseSerializer: any URLResponseSerialization = HTTPResponseSerializer()
+        var responseObject: Any?
+        var success: SuccessBlock?
+        var failure: FailureBlock?
+    }
+
+    private let httpState = Mutex(HTTPState())
+
+    /// The HTTP response, once its head has arrived.
+    open override var response: HTTPURLResponse? { super.response as? HTTPURLResponse }
+
+    /// Validates and decodes the response. Default: an ``HTTPResponseSerializer`` that accepts
+    /// status codes 200–299 and returns the body as `Data`.
+    public var responseSerializer: any URLResponseSerialization {
+        get { httpState.withLock { $0.responseSerializer } }
+        set { httpState.withLock { $0.responseSerializer = newValue } }
+    }
+
+    /// What ``responseSerializer`` made of the response; nil until the operation finished,
+    /// and when it failed.
+    public var responseObject: Any? { httpState.withLock { $0.responseObject } }
+
+    /// Sets the blocks that report the outcome; exactly one of them runs, once.
+    ///
+    /// - Parameters:
+    ///   - success: Runs when the transfer succeeded and the serializer accepted the response.
+    ///   - failure: Runs with the transport, cancellation, validation or decoding error.
+    public func setCompletionBlockWithSuccess(_ success: SuccessBlock?, failure: FailureBlock?) {
+        httpState.withLock {
+            $0.success = success
+            $0.failure = failure
+        }
+    }
+
+    /// Serializes the response, records the outcome and runs the success or failure block.
+    open override func processResponse() {
+        super.processResponse()
+        let serializer = httpState.withLock { $0.responseSerializer }
+        var failure = error
+        var object: Any?
+        if failure == nil {
+            do {
+                object = try serializer.responseObject(for: super.response, data: responseData)
+            } catch {
+                failure = error
+                state.withLock { $0.error = error }
+            }
+        }
+        let blocks = httpState.withLock { state -> (SuccessBlock?, FailureBlock?) in
+            state.responseObject = object
+            defer { (state.success, state.failure) = (nil, nil) }
+            return (state.success, state.failure)
+        }
+        if let failure {
+            blocks.1?(self, failure)
+        } else {
+            blocks.0?(self, object)
+        }
+    }
+}

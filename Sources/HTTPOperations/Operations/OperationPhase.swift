@@ -1,0 +1,35 @@
+/// Where an operation is in its life.
+///
+/// `paused` is neither executing nor finished. An `OperationQueue` keeps counting a paused
+/// operation against `maxConcurrentOperationCount`, as it did in AFNetworking 2.0: the
+/// queue started it and it has not finished.
+public enum OperationPhase: Sendable, Equatable {
+    /// Not started yet.
+    case ready
+    /// Started; its transfer is in progress.
+    case executing
+    /// Started, then paused: the transfer is held, the bytes received so far are kept.
+    case paused
+    /// Done, successfully or not. Final.
+    case finished
+
+    /// Whether an operation may move from `self` to `next`. The single source of truth for
+    /// every transition; anything it refuses is ignored by the caller.
+    public func canTransition(to next: OperationPhase) -> Bool {
+        switch (self, next) {
+        case (.ready, .executing), (.ready, .finished): true
+        case (.executing, .paused), (.executing, .finished): true
+        case (.paused, .executing), (.paused, .finished): true
+        case (.ready, _), (.executing, _), (.paused, _), (.finished, _): false
+        }
+    }
+
+    /// The Foundation key-value names whose values change when moving from `self` to `next`;
+    /// `OperationQueue` and `waitUntilFinished()` listen for exactly these.
+    func changedKeys(to next: OperationPhase) -> [String] {
+        var keys: [String] = []
+        if (self == .executing) != (next == .executing) { keys.append("isExecuting") }
+        if (self == .finished) != (next == .finished) { keys.append("isFinished") }
+        return keys
+    }
+}

@@ -1,0 +1,316 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Logging
+import Synchronization
+
+/// Decides what to do with a redirect: return the request to send next (the proposed one,
+/// or a rewritten one), or nil to refuse it and keep the redirect response as the response.
+public typealias RedirectResponseBlock = @Sendable (
+    _ operation: URLConnectionOperation, _ proposedRequest: URLRequest, _ redirectResponse: HTTPURLResponse
+) -> URLRequest?
+
+/// Answers an authentication challenge (a 401 or 407): return the credential to retry
+/// with, or nil to give up and keep the challenge response as the response.
+public typealias AuthenticationChallengeBlock = @Sendable (
+    _ operation: URLConnectionOperation, _ challenge: AuthenticationChallenge
+) -> URLCredential?
+
+/// An `Operation` that loads one URL request with libcurl: http, https, file, and any other
+/// scheme the system's libcurl speaks.
+///
+/// Put it on any `OperationQueue`, or call `start()` yourself. It works with
+/// `addDependency(_:)`, `maxConcurrentOperationCount` and `waitUntilFinished()`. Its transfer
+/// runs on the process-wide network thread; everything it calls back runs on
+/// ``completionQueue``, never on that thread.
+///
+/// The response body goes to memory (``responseData``) unless ``outputStream`` is set, in
+/// which case it is written there as it arrives and never held in memory.
+///
+/// ## Subclassing notes
+///
+/// - Override ``processResponse()`` to turn what was received into a result. It runs once,
+///   on the completion queue, after the transfer ended and before the operation is marked
+///   finished, so code that depends on this operation sees the result. Call `super`.
+/// - Do not override `start()`, `isExecuting` or `isFinished`: the state machine behind them
+///   is what `OperationQueue` relies on.
+/// - ``pause()`` holds the transfer: the connection stays open and nothing is re-sent. A
+///   paused operation is neither executing nor finished, and its queue still counts it.
+open class URLConnectionOperation: Operation, @unchecked Sendable {
+    // @unchecked Sendable: every mutable field lives in `state`, behind its Mutex. The
+    // transition lock only orders state changes with their announcements to Foundation; it
+    // guards no data of its own.
+
+    /// The mutable state of one operation.
+    struct State {
+        var phase: OperationPhase = .ready
+        /// Set once the outcome (success, failure, cancellation) is fixed; cancel() is then a no-op.
+        var outcomeDecided = false
+        /// Set by the first effective cancel(); start() checks it under the same lock.
+        var cancelRequested = false
+        var currentRequest: URLRequest
+        var response: URLResponse?
+        var responseData: Data?
+        var error: (any Error)?
+        /// Set before start; from then on only the network thread writes to the stream.
+        var outputStream: Handover<OutputStream?> = Handover(nil)
+        var completionQueue: DispatchQueue?
+        var completionGroup: DispatchGroup?
+        var userInfo: [String: any Sendable] = [:]
+        var credential: URLCredential?
+        var maximumRedirects = 16
+        var uploadProgress: TransferProgressBlock?
+        var downloadProgress: TransferProgressBlock?
+        var redirectBlock: RedirectResponseBlock?
+        var challengeBlock: AuthenticationChallengeBlock?
+        var logger = Logger(label: "HTTPOperations", factory: { _ in SwiftLogNoOpLogHandler() })
+        /// The network-side half of the operation, while it is executing or paused.
+        var connection: Connection?
+    }
+
+    let state: Mutex<State>
+    private let transitionLock = Mutex(())
+
+    /// The request as it was given. See ``currentRequest`` for the one sent last.
+    public let request: URLRequest
+
+    /// Creates an operation for `request`.
+    ///
+    /// - Parameter request: The request to load. Its URL, method, header fields, body or body
+    ///   stream and timeout interval are honoured.
+    public init(request: URLRequest) {
+        self.request = request
+        self.state = Mutex(State(currentRequest: request))
+        super.init()
+    }
+
+    // MARK: - Results
+
+    /// The request sent last: ``request`` after any redirects and rewrites.
+    public var currentRequest: URLRequest { state.withLock { $0.currentRequest } }
+
+    /// The response, once its head has arrived.
+    open var response: URLResponse? { state.withLock { $0.response } }
+
+    /// The response body, when it went to memory (``outputStream`` unset) and the operation
+    /// has finished.
+    public var responseData: Data? { state.withLock { $0.responseData } }
+
+    /// The response body as text, decoded with the charset the response names, or UTF-8.
+    public var responseString: String? {
+        let (data, response) = state.withLock { ($0.responseData, $0.response) }
+        guard let data else { return nil }
+        let encoding = response?.textEncodingName.flatMap(String.Encoding.init(ianaCharsetName:)) ?? .utf8
+        return String(data: data, encoding: encoding) ?? String(decoding: data, as: UTF8.self)
+    }
+
+    /// Why the operation failed: a `URLError` for transport failures and cancellation, or
+    /// the error of whatever processed the response.
+    open var error: (any Error)? { state.withLock { $0.error } }
+
+    // MARK: - Configuration (set before the operation starts)
+
+    /// Where the response body goes. nil (the default) keeps it in memory as ``responseData``;
+    /// a stream, for example `OutputStream(toFileAtPath:append:)`, receives it as it arrives.
+    /// The operation opens and closes the stream.
+    public var outputStream: OutputStream? {
+        get { state.withLock { $0.outputStream.value } }
+        set {
+            let handover = Handover(newValue)
+            state.withLock { $0.outputStream = handover }
+        }
+    }
+
+    /// The queue that callbacks run on. nil (the default) means a global concurrent queue: a
+    /// server has no main queue that anybody drains.
+    public var completionQueue: DispatchQueue? {
+        get { state.withLock { $0.completionQueue } }
+        set { state.withLock { $0.completionQueue = newValue } }
+    }
+
+    /// A group that every callback of this operation enters while it runs.
+    public var completionGroup: DispatchGroup? {
+        get { state.withLock { $0.completionGroup } }
+        set { state.withLock { $0.completionGroup = newValue } }
+    }
+
+    /// Free-form values for the caller's own use.
+    public var userInfo: [String: any Sendable] {
+        get { state.withLock { $0.userInfo } }
+        set { state.withLock { $0.userInfo = newValue } }
+    }
+
+    /// The credential for Basic or Digest authentication; curl negotiates which. It is sent
+    /// only to the origin of ``request``, never to a host a redirect leads to.
+    public var credential: URLCredential? {
+        get { state.withLock { $0.credential } }
+        set { state.withLock { $0.credential = newValue } }
+    }
+
+    /// How many redirects to follow before failing with `URLError(.httpTooManyRedirects)`;
+    /// 0 follows none. Default 16.
+    public var maximumRedirects: Int {
+        get { state.withLock { $0.maximumRedirects } }
+        set { state.withLock { $0.maximumRedirects = max(0, newValue) } }
+    }
+
+    /// Where the operation logs: silent by default. It is captured when the operation starts
+    /// (task-local loggers do not reach the network thread).
+    public var logger: Logger {
+        get { state.withLock { $0.logger } }
+        set { state.withLock { $0.logger = newValue } }
+    }
+
+    /// Sets the block told about request-body bytes as curl takes them. Coalesced: a fast
+    /// upload gets a few calls, each with the bytes since the previous one. Runs on
+    /// ``completionQueue``.
+    public func setUploadProgressBlock(_ block: TransferProgressBlock?) {
+        state.withLock { $0.uploadProgress = block }
+    }
+
+    /// Sets the block told about response-body bytes as they arrive. Coalesced like upload
+    /// progress. Runs on ``completionQueue``.
+    public func setDownloadProgressBlock(_ block: TransferProgressBlock?) {
+        state.withLock { $0.downloadProgress = block }
+    }
+
+    /// Sets the block that may rewrite or refuse each redirect. Without one, redirects are
+    /// followed (up to ``maximumRedirects``) with the method rules of RFC 9110 §15.4. Runs on
+    /// ``completionQueue``.
+    public func setRedirectResponseBlock(_ block: RedirectResponseBlock?) {
+        state.withLock { $0.redirectBlock = block }
+    }
+
+    /// Sets the block asked for a credential when a response is 401 or 407 and no
+    /// ``credential`` was accepted. Runs on ``completionQueue``.
+    public func setAuthenticationChallengeBlock(_ block: AuthenticationChallengeBlock?) {
+        state.withLock { $0.challengeBlock = block }
+    }
+
+    // MARK: - Operation
+
+    open override var isAsynchronous: Bool { true }
+
+    open override var isExecuting: Bool { state.withLock { $0.phase == .executing } }
+
+    open override var isFinished: Bool { state.withLock { $0.phase == .finished } }
+
+    /// Whether the operation is paused: started, holding its transfer, not finished.
+    public var isPaused: Bool { state.withLock { $0.phase == .paused } }
+
+    /// Starts the transfer. Called by the queue; call it yourself only for an operation that
+    /// is on no queue. An operation cancelled before it starts finishes at once with
+    /// `URLError(.cancelled)`.
+    open override func start() {
+        guard transition(to: .executing) else { return }
+        NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
+        let connection = state.withLock { state -> Connection? in
+            guard !state.cancelRequested else { return nil }
+            let connection = Connection(operation: self, configuration: state)
+            state.connection = connection
+            return connection
+        }
+        guard let connection else {
+            conclude(response: nil, data: nil, error: cancellationError())
+            return
+        }
+        state.withLock { $0.logger }.debug("operation started", metadata: ["url": "\(request.url?.absoluteString ?? "")"])
+        NetworkThread.shared.perform { connection.begin() }
+    }
+
+    /// Cancels the operation in any state, once. A cancelled operation fails with
+    /// `URLError(.cancelled)` and never reports success. Cancelling a finished operation, or
+    /// one whose outcome is already being delivered, does nothing.
+    open override func cancel() {
+        // Decided under the lock that start() uses, so a cancel racing with start() is seen
+        // by exactly one of them.
+        let decision = state.withLock { state -> (effective: Bool, connection: Connection?) in
+            guard !state.outcomeDecided, !state.cancelRequested else { return (false, nil) }
+            state.cancelRequested = true
+            return (true, state.connection)
+        }
+        guard decision.effective else { return }
+        super.cancel()
+        // Not started: start() will finish it. Started: stop the transfer where it is.
+        if let connection = decision.connection {
+            NetworkThread.shared.perform { connection.cancel() }
+        }
+    }
+
+    /// Pauses the transfer: curl stops reading, the bytes received so far are kept, and the
+    /// operation is neither executing nor finished until ``resume()``. Does nothing unless
+    /// the operation is executing.
+    public func pause() {
+        guard transition(from: .executing, to: .paused) else { return }
+        if let connection = state.withLock({ $0.connection }) {
+            NetworkThread.shared.perform { connection.setPaused(true) }
+        }
+    }
+
+    /// Resumes a paused transfer where it stopped. Does nothing unless the operation is paused.
+    public func resume() {
+        guard transition(from: .paused, to: .executing) else { return }
+        if let connection = state.withLock({ $0.connection }) {
+            NetworkThread.shared.perform { connection.setPaused(false) }
+        }
+    }
+
+    // MARK: - Completion
+
+    /// Turns what was received into a result. Runs once, on ``completionQueue``, after the
+    /// transfer ended and before the operation finishes; ``response``, ``responseData`` and
+    /// ``error`` are set. The base implementation does nothing.
+    ///
+    /// Subclasses override it to validate and decode, and call `super`.
+    open func processResponse() {}
+
+    /// Records the outcome of the transfer and finishes the operation on the completion
+    /// queue: processResponse(), then the finished state, then the notification.
+    func conclude(response: URLResponse?, data: Data?, error: (any Error)?, progress: [ProgressReporter] = []) {
+        let (queue, group, logger) = state.withLock { state in
+            state.outcomeDecided = true
+            state.connection = nil
+            state.response = response ?? state.response
+            state.responseData = data
+            // A cancel that won the lock before this point turns any outcome into a
+            // cancellation: a cancelled operation never reports success.
+            state.error = state.cancelRequested ? cancellationError() : error
+            return (state.completionQueue ?? .global(), state.completionGroup, state.logger)
+        }
+        queue.async(group: group) {
+            for reporter in progress { reporter.flush() }
+            self.processResponse()
+            self.transition(to: .finished)
+            logger.debug("operation finished", metadata: ["error": "\(self.error.map { "\($0)" } ?? "none")"])
+            NotificationCenter.default.post(name: .networkingOperationDidFinish, object: self)
+        }
+    }
+
+    func cancellationError() -> URLError {
+        URLError(.cancelled, url: request.url, description: "The operation was cancelled.")
+    }
+
+    /// Moves to `next` if the state machine allows it, and tells Foundation.
+    @discardableResult
+    func transition(from expected: OperationPhase? = nil, to next: OperationPhase) -> Bool {
+        transitionLock.withLock { _ in
+            let previous = state.withLock { state -> OperationPhase? in
+                guard expected == nil || state.phase == expected, state.phase.canTransition(to: next) else {
+                    return nil
+                }
+                defer { state.phase = next }
+                return state.phase
+            }
+            guard let previous else { return false }
+            // Announced outside the state lock (Foundation reads isFinished and isExecuting
+            // while it reacts) but inside the transition lock, so announcements keep the order
+            // of the transitions.
+            for key in previous.changedKeys(to: next) {
+                willChangeValue(forKey: key)
+                didChangeValue(forKey: key)
+            }
+            return true
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// Validates a response's status code and content type, and returns its body as `Data`.
+///
+/// The base of the response serializers: subclasses call ``validate(response:data:)`` and
+/// decode. Its settings may be changed at any time from any thread.
+///
+/// ## Subclassing notes
+///
+/// Override ``responseObject(for:data:)``, call ``validate(response:data:)`` first, and keep
+/// your own settings behind a lock as this class does.
+open class HTTPResponseSerializer: URLResponseSerialization, @unchecked Sendable {
+    // @unchecked Sendable: the settings live in `settings`, behind its Mutex.
+
+    private struct Settings {
+        var acceptableStatusCodes = IndexSet(integersIn: 200..<300)
+        var acceptableContentTypes: Set<String>?
+    }
+
+    private let settings = Mutex(Settings())
+
+    /// Creates a serializer that accepts status codes 200–299 and any content type.
+    public init() {}
+
+    /// The status codes that pass validation. Default 200–299.
+    public var acceptableStatusCodes: IndexSet {
+        get { settings.withLock { $0.acceptableStatusCodes } }
+        set { settings.withLock { $0.acceptableStatusCodes = newValue } }
+    }
+
+    /// The MIME types that pass validation, compared case-insensitively; nil (the default)
+    /// accepts any, including none.
+    public var acceptableContentTypes: Set<String>? {
+        get { settings.withLock { $0.acceptableContentTypes } }
+        set { settings.withLock { $0.acceptableContentTypes = newValue.map { Set($0.map { $0.lowercased() }) } } }
+    }
+
+    /// Checks `response` against the acceptable status codes and content types.
+    ///
+    /// Responses that are not HTTP (a `file:` URL) pass: they have neither.
+    ///
+    /// - Throws: ``ResponseValidationError`` listing every reason the response was refused.
+    open func validate(response: URLResponse?, data: Data?) throws {
+        guard let response = response as? HTTPURLResponse else { return }
+        let (codes, types) = settings.withLock { ($0.acceptableStatusCodes, $0.acceptableContentTypes) }
+        var reasons: [ResponseValidationError.Reason] = []
+        if !codes.contains(response.statusCode) {
+            reasons.append(.unacceptableStatusCode(response.statusCode))
+        }
+        if let types, !(data?.isEmpty ?? true) || response.mimeType != nil {
+            let mimeType = response.mimeType?.lowercased()
+            if mimeType.map({ !types.contains($0) }) ?? true {
+                reasons.append(.unacceptableContentType(response.mimeType, acceptable: types))
+            }
+        }
+        if !reasons.isEmpty {
+            throw ResponseValidationError(reasons: reasons, response: response, data: data)
+        }
+    }
+
+    /// Validates, then returns `data` as it is.
+    open func responseObject(for response: URLResponse?, data: Data?) throws -> Any? {
+        try validate(response: response, data: data)
+        return data
+    }
+}

@@ -1,0 +1,189 @@
+import CCurl
+import CoreFoundation
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The curl multi handle, driven by the network thread's run loop.
+///
+/// - Sockets: curl tells us which sockets to watch through `CURLMOPT_SOCKETFUNCTION`; we keep
+///   them in one epoll set. The epoll descriptor itself is the "port" of a version-1 run-loop
+///   source, so the run loop sleeps in its own `epoll_wait` and wakes as soon as any curl
+///   socket is ready. The source then drains our epoll set without blocking and tells curl
+///   which sockets are ready.
+/// - Time: curl asks for one timeout at a time through `CURLMOPT_TIMERFUNCTION`. We keep one
+///   run-loop timer for the whole life of the thread and move its fire date; it is never
+///   re-armed by us after firing (curl re-arms it, or deletes it with -1).
+///
+/// There is no polling loop, no sleep and no helper thread. Confined to the network thread.
+final class CurlMulti {
+    private let handle: UnsafeMutableRawPointer
+    private let epollFD: Int32
+    private var timer: CFRunLoopTimer?
+    private var socketSource: CFRunLoopSource?
+    /// Transfers curl is working on, keyed by their easy handle. Holding them here keeps them
+    /// alive while curl holds a pointer to them.
+    private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
+    /// True while we are inside a curl_multi call; curl forbids adding or removing handles then.
+    private var insideCurl = false
+
+    /// A date far enough away to mean "never" without overflowing CF's arithmetic.
+    private static let never: CFAbsoluteTime = CFAbsoluteTimeGetCurrent() + 1e9
+
+    init(runLoop: CFRunLoop) {
+        curl_global_init(Int(CURL_GLOBAL_ALL))
+        handle = curl_multi_init()
+        epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
+        precondition(epollFD >= 0, "epoll_create1 failed: \(String(cString: strerror(errno)))")
+
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        ccurl_multi_setopt_socket_callback(handle) { _, socket, what, userData, socketData in
+            let multi = Unmanaged<CurlMulti>.fromOpaque(userData!).takeUnretainedValue()
+            multi.watch(socket: socket, what: what, registered: socketData != nil)
+            return 0
+        }
+        ccurl_multi_setopt_pointer(handle, CURLMOPT_SOCKETDATA, me)
+        ccurl_multi_setopt_timer_callback(handle) { _, timeoutMS, userData in
+            let multi = Unmanaged<CurlMulti>.fromOpaque(userData!).takeUnretainedValue()
+            multi.armTimer(milliseconds: timeoutMS)
+            return 0
+        }
+        ccurl_multi_setopt_pointer(handle, CURLMOPT_TIMERDATA, me)
+        // Multiplex HTTP/2 streams over one connection when the server offers it.
+        ccurl_multi_setopt_long(handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+
+        installTimer(on: runLoop)
+        installSocketSource(on: runLoop)
+    }
+
+    /// Starts `transfer`. Its delegate hears every event from now until it completes.
+    func add(_ transfer: CurlTransfer) {
+        precondition(!insideCurl, "curl forbids adding a handle from inside its callbacks")
+        active[transfer.easy] = transfer
+        let code = curl_multi_add_handle(handle, transfer.easy)
+        if code != CURLM_OK {
+            active[transfer.easy] = nil
+            transfer.complete(with: CURLE_FAILED_INIT, message: String(cString: curl_multi_strerror(code)))
+        }
+    }
+
+    /// Stops `transfer` without completing it: its delegate hears nothing more.
+    func remove(_ transfer: CurlTransfer) {
+        precondition(!insideCurl, "curl forbids removing a handle from inside its callbacks")
+        guard active.removeValue(forKey: transfer.easy) != nil else { return }
+        curl_multi_remove_handle(handle, transfer.easy)
+    }
+
+    /// The number of transfers in progress.
+    var activeCount: Int { active.count }
+
+    // MARK: - Sockets
+
+    private func installSocketSource(on runLoop: CFRunLoop) {
+        var context = CFRunLoopSourceContext1()
+        context.version = 1
+        context.info = Unmanaged.passUnretained(self).toOpaque()
+        context.getPort = { info in
+            Unmanaged<CurlMulti>.fromOpaque(info!).takeUnretainedValue().epollFD
+        }
+        context.perform = { info in
+            Unmanaged<CurlMulti>.fromOpaque(info!).takeUnretainedValue().serviceReadySockets()
+        }
+        let source = withUnsafeMutablePointer(to: &context) { pointer in
+            pointer.withMemoryRebound(to: CFRunLoopSourceContext.self, capacity: 1) {
+                CFRunLoopSourceCreate(kCFAllocatorDefault, 0, $0)
+            }
+        }
+        CFRunLoopAddSource(runLoop, source, kCFRunLoopDefaultMode)
+        socketSource = source
+    }
+
+    /// curl's socket callback: keep our epoll set in step with what curl wants to hear about.
+    private func watch(socket: curl_socket_t, what: Int32, registered: Bool) {
+        if what == CURL_POLL_REMOVE {
+            // The socket may already be closed, in which case the kernel has dropped it already.
+            _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, socket, nil)
+            return
+        }
+        var event = epoll_event()
+        if what & CURL_POLL_IN != 0 { event.events |= EPOLLIN.rawValue }
+        if what & CURL_POLL_OUT != 0 { event.events |= EPOLLOUT.rawValue }
+        event.data.fd = socket
+        if registered {
+            _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, socket, &event)
+        } else {
+            _ = epoll_ctl(epollFD, EPOLL_CTL_ADD, socket, &event)
+            // Any non-nil pointer marks the socket as added to the epoll set.
+            curl_multi_assign(handle, socket, UnsafeMutableRawPointer(bitPattern: 1))
+        }
+    }
+
+    /// The epoll source fired: tell curl about every ready socket, without waiting.
+    private func serviceReadySockets() {
+        var running: Int32 = 0
+        while true {
+            let count = readyEvents.withUnsafeMutableBufferPointer { buffer in
+                epoll_wait(epollFD, buffer.baseAddress, Int32(buffer.count), 0)
+            }
+            guard count > 0 else { break }
+            for index in 0..<Int(count) {
+                let event = readyEvents[index]
+                var flags: Int32 = 0
+                if event.events & EPOLLIN.rawValue != 0 { flags |= CURL_CSELECT_IN }
+                if event.events & EPOLLOUT.rawValue != 0 { flags |= CURL_CSELECT_OUT }
+                if event.events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 { flags |= CURL_CSELECT_ERR }
+                insideCurl = true
+                curl_multi_socket_action(handle, event.data.fd, flags, &running)
+                insideCurl = false
+            }
+            if Int(count) < readyEvents.count { break }
+        }
+        deliverCompletions()
+    }
+
+    // MARK: - Time
+
+    private func installTimer(on runLoop: CFRunLoop) {
+        var context = CFRunLoopTimerContext()
+        context.info = Unmanaged.passUnretained(self).toOpaque()
+        // A repeating timer with an interval of decades: CF invalidates one-shot timers after
+        // they fire, and we want to move this one's fire date for the life of the thread.
+        let timer = CFRunLoopTimerCreate(kCFAllocatorDefault, Self.never, 1e9, 0, 0, { _, info in
+            Unmanaged<CurlMulti>.fromOpaque(info!).takeUnretainedValue().timerFired()
+        }, &context)
+        CFRunLoopAddTimer(runLoop, timer, kCFRunLoopDefaultMode)
+        self.timer = timer
+    }
+
+    /// curl's timer callback: -1 deletes the timer, 0 means "as soon as possible".
+    private func armTimer(milliseconds: Int) {
+        let fireDate = milliseconds < 0 ? Self.never : CFAbsoluteTimeGetCurrent() + Double(milliseconds) / 1000
+        CFRunLoopTimerSetNextFireDate(timer, fireDate)
+    }
+
+    private func timerFired() {
+        var running: Int32 = 0
+        insideCurl = true
+        curl_multi_socket_action(handle, ccurl_socket_timeout, 0, &running)
+        insideCurl = false
+        deliverCompletions()
+    }
+
+    // MARK: - Completion
+
+    private func deliverCompletions() {
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(handle, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let code = message.pointee.data.result
+            // `message` is invalid once the handle is removed: everything is read above.
+            curl_multi_remove_handle(handle, easy)
+            if let transfer = active.removeValue(forKey: easy) {
+                transfer.complete(with: code, message: nil)
+            }
+        }
+    }
+}

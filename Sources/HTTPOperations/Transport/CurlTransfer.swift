@@ -1,0 +1,231 @@
+import CCurl
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Hears one transfer's events. Every call comes on the network thread, from inside curl's
+/// callbacks, so implementations must return quickly and must not block.
+protocol CurlTransferDelegate: AnyObject {
+    /// A final response head arrived (interim 1xx heads are not reported).
+    func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead)
+    /// Body bytes arrived, already decoded from any content encoding. Return `false` to abort
+    /// the transfer; it then completes with `CURLE_WRITE_ERROR`.
+    func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> Bool
+    /// curl took `count` more bytes of the request body.
+    func transfer(_ transfer: CurlTransfer, didSendBodyBytes count: Int)
+    /// The transfer ended: `error` is nil on success.
+    func transfer(_ transfer: CurlTransfer, didCompleteWith error: CurlError?)
+}
+
+/// One curl easy handle: one request and its response, from the first byte to the last.
+///
+/// Built and used on the network thread only. The multi handle keeps it alive while curl
+/// works on it; it keeps its delegate alive until it completes.
+final class CurlTransfer {
+    /// The curl easy handle.
+    let easy: UnsafeMutableRawPointer
+    /// What this transfer sends.
+    let request: TransferRequest
+
+    private var delegate: CurlTransferDelegate?
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private var headParser = ResponseHeadParser()
+    /// Read position in a `.data` body.
+    private var bodyOffset = 0
+    private var bodyStreamOpened = false
+
+    init(request: TransferRequest, delegate: CurlTransferDelegate) {
+        self.easy = curl_easy_init()
+        self.request = request
+        self.delegate = delegate
+        self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(to: 0)
+        configure()
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+        if bodyStreamOpened, case .stream(let stream, _) = request.body {
+            stream.close()
+        }
+    }
+
+    /// Called by ``CurlMulti`` once, when curl is done with this transfer.
+    func complete(with code: CURLcode, message: String?) {
+        guard let delegate else { return }
+        self.delegate = nil
+        let error = code == CURLE_OK ? nil : CurlError(code, detail: message ?? String(cString: errorBuffer))
+        delegate.transfer(self, didCompleteWith: error)
+    }
+
+    /// The absolute URL a 3xx response points to, as curl resolved its `Location`.
+    var redirectURL: String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard ccurl_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &value) == CURLE_OK, let value else {
+            return nil
+        }
+        return String(cString: value)
+    }
+
+    /// The length of the download as the server announced it, if it did.
+    var expectedContentLength: Int64? {
+        var value: curl_off_t = -1
+        guard ccurl_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &value) == CURLE_OK, value >= 0 else {
+            return nil
+        }
+        return Int64(value)
+    }
+
+    // MARK: - Options
+
+    private func configure() {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        setString(CURLOPT_URL, request.url.absoluteString)
+        setLong(CURLOPT_NOSIGNAL, 1)
+        ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        // Offer every encoding this libcurl decodes (gzip, deflate, br, zstd) and decode it.
+        setString(CURLOPT_ACCEPT_ENCODING, "")
+        setLong(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        // Redirects are followed by the operation, which lets users rewrite or refuse them.
+        setLong(CURLOPT_FOLLOWLOCATION, 0)
+        setLong(CURLOPT_TCP_KEEPALIVE, 1)
+
+        // Idle timeout, as URLRequest.timeoutInterval means it: connecting, and then no byte
+        // for that long. curl counts the stall in whole seconds.
+        setLong(CURLOPT_CONNECTTIMEOUT_MS, Int(request.timeout * 1000))
+        setLong(CURLOPT_LOW_SPEED_LIMIT, 1)
+        setLong(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.timeout.rounded(.up))))
+
+        ccurl_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION) { buffer, size, count, userData in
+            Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
+                .receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
+        }
+        ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me)
+        ccurl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { buffer, size, count, userData in
+            Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
+                .receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
+        }
+        ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
+
+        configureMethodAndBody(userData: me)
+        configureHeaders()
+
+        if let credential = request.credential {
+            setString(CURLOPT_USERNAME, credential.user)
+            setString(CURLOPT_PASSWORD, credential.password)
+            setLong(CURLOPT_HTTPAUTH, ccurl_auth_basic | ccurl_auth_digest)
+        }
+    }
+
+    private func configureMethodAndBody(userData: UnsafeMutableRawPointer) {
+        let length: Int64?
+        switch request.body {
+        case .none where request.methodExpectsBody: length = 0
+        case .none: length = nil
+        case .data(let data): length = Int64(data.count)
+        case .stream(_, let declared): length = declared ?? -1
+        }
+
+        switch (request.method, length) {
+        case ("GET", nil):
+            setLong(CURLOPT_HTTPGET, 1)
+        case ("HEAD", nil):
+            setLong(CURLOPT_NOBODY, 1)
+        case (let method, nil):
+            setString(CURLOPT_CUSTOMREQUEST, method)
+        case (let method, let length?):
+            // POST mode sends a body from the read callback; the method string is then
+            // replaced for PUT, PATCH and the rest. -1 means chunked.
+            setLong(CURLOPT_POST, 1)
+            ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(length))
+            if method != "POST" {
+                setString(CURLOPT_CUSTOMREQUEST, method)
+            }
+            ccurl_easy_setopt_data_callback(easy, CURLOPT_READFUNCTION) { buffer, size, count, userData in
+                Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
+                    .readBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+            }
+            ccurl_easy_setopt_pointer(easy, CURLOPT_READDATA, userData)
+            ccurl_easy_setopt_seek_callback(easy) { userData, offset, origin in
+                Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
+                    .seekBody(to: offset, origin: origin)
+            }
+            ccurl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, userData)
+        }
+    }
+
+    private func configureHeaders() {
+        var lines = request.headers.map { "\($0.name): \($0.value)" }
+        // curl adds these on its own for POST-mode bodies. Send only what the caller asked for:
+        // "Name:" with no value tells curl to leave the field out.
+        if request.header("Content-Type") == nil { lines.append("Content-Type:") }
+        if request.header("Expect") == nil { lines.append("Expect:") }
+        for line in lines {
+            headerList = curl_slist_append(headerList, line)
+        }
+        ccurl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, headerList)
+    }
+
+    private func setLong(_ option: CURLoption, _ value: Int) {
+        ccurl_easy_setopt_long(easy, option, value)
+    }
+
+    private func setString(_ option: CURLoption, _ value: String) {
+        ccurl_easy_setopt_string(easy, option, value)
+    }
+
+    // MARK: - Callbacks from curl
+
+    private func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
+        if let head = headParser.consume(line: line), !head.isInterim {
+            delegate?.transfer(self, didReceive: head)
+        }
+        return line.count
+    }
+
+    private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        guard let delegate else { return 0 }
+        return delegate.transfer(self, didReceiveBody: bytes) ? bytes.count : 0
+    }
+
+    private func readBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let count: Int
+        switch request.body {
+        case .none:
+            count = 0
+        case .data(let data):
+            count = min(buffer.count, data.count - bodyOffset)
+            if count > 0 {
+                let start = data.index(data.startIndex, offsetBy: bodyOffset)
+                data.copyBytes(to: buffer.bindMemory(to: UInt8.self), from: start..<(start + count))
+                bodyOffset += count
+            }
+        case .stream(let stream, _):
+            if !bodyStreamOpened {
+                stream.open()
+                bodyStreamOpened = true
+            }
+            let read = stream.read(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), maxLength: buffer.count)
+            guard read >= 0 else { return Int(ccurl_readfunc_abort) }
+            count = read
+        }
+        if count > 0 {
+            delegate?.transfer(self, didSendBodyBytes: count)
+        }
+        return count
+    }
+
+    /// curl rewinds the body when it must send it again (an authentication round, a retried
+    /// connection). In-memory bodies rewind; streams cannot.
+    private func seekBody(to offset: curl_off_t, origin: Int32) -> Int32 {
+        guard case .data(let data) = request.body, origin == SEEK_SET, offset >= 0, offset <= data.count else {
+            return ccurl_seekfunc_cantseek
+        }
+        bodyOffset = Int(offset)
+        return ccurl_seekfunc_ok
+    }
+}

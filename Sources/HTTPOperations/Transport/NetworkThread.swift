@@ -1,0 +1,163 @@
+import CoreFoundation
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The one long-lived thread that owns libcurl.
+///
+/// It runs a CoreFoundation run loop that never runs dry: besides the inbox source below,
+/// ``CurlMulti`` adds an epoll-backed version-1 source and a timer to it. Every curl call in
+/// the process happens here, so curl needs no locks and no helper threads.
+///
+/// Other threads hand work to it with ``perform(_:)``. Jobs are queued in the inbox and run
+/// in order, in batches, on the next turn of the run loop.
+///
+/// Thread-safety: the only state touched from other threads is the inbox, which lives behind
+/// its own `Mutex`. `runLoop` and `inboxSource` are written once, before `shared` is
+/// published, and only read afterwards (CFRunLoopSourceSignal and CFRunLoopWakeUp are
+/// documented as safe from any thread). `multi` is confined to the network thread.
+final class NetworkThread: @unchecked Sendable {
+    /// The process-wide network thread, started on first use.
+    static let shared = NetworkThread()
+
+    /// The thread's name, as seen in debuggers and `Thread.current.name`.
+    static let threadName = "HTTPOperations.network"
+
+    private let runLoop: CFRunLoop
+    private let inboxSource: CFRunLoopSource
+    private let inbox: Inbox
+    private let threadID: pthread_t
+
+    /// The curl multi handle. Network thread only.
+    let multi: CurlMulti
+
+    private init() {
+        let inbox = Inbox()
+        let started = StartupHandshake()
+        let thread = Thread {
+            let runLoop = CFRunLoopGetCurrent()!
+            let source = inbox.makeSource()
+            CFRunLoopAddSource(runLoop, source, kCFRunLoopDefaultMode)
+            inbox.attach(runLoop: runLoop, source: source)
+            let multi = CurlMulti(runLoop: runLoop)
+            started.publish(.init(runLoop: runLoop, source: source, multi: multi, threadID: pthread_self()))
+            // A run loop returns when it has no sources left; ours always has the inbox and the
+            // epoll source, so this call never returns while the process lives.
+            while true {
+                CFRunLoopRun()
+            }
+        }
+        thread.name = Self.threadName
+        thread.stackSize = 1 << 20
+        thread.start()
+        let context = started.wait()
+        self.runLoop = context.runLoop
+        self.inboxSource = context.source
+        self.multi = context.multi
+        self.threadID = context.threadID
+        self.inbox = inbox
+    }
+
+    /// Whether the caller runs on the network thread.
+    var isCurrent: Bool {
+        pthread_equal(pthread_self(), threadID) != 0
+    }
+
+    /// Runs `job` on the network thread, after the jobs queued before it.
+    ///
+    /// Never blocks: the job is queued and the run loop woken only when the inbox was empty.
+    func perform(_ job: @escaping @Sendable () -> Void) {
+        inbox.enqueue(job)
+    }
+
+    /// Traps unless called on the network thread; for code that touches curl.
+    func assertOnThread(file: StaticString = #fileID, line: UInt = #line) {
+        assert(isCurrent, "must run on the network thread", file: file, line: line)
+    }
+}
+
+// MARK: - Inbox
+
+/// Jobs from other threads, drained by a version-0 run-loop source on the network thread.
+private final class Inbox: @unchecked Sendable {
+    /// Pending jobs, and the run loop to wake. Guarded by the mutex; the source and run loop
+    /// are set once by `attach` before any job can be enqueued by another thread.
+    private struct State {
+        var jobs: [@Sendable () -> Void] = []
+        /// CFRunLoopSourceSignal and CFRunLoopWakeUp are safe from any thread.
+        var target: Handover<(runLoop: CFRunLoop, source: CFRunLoopSource)>?
+    }
+
+    private let state = Mutex(State())
+
+    func makeSource() -> CFRunLoopSource {
+        var context = CFRunLoopSourceContext()
+        context.version = 0
+        context.info = Unmanaged.passUnretained(self).toOpaque()
+        context.perform = { info in
+            Unmanaged<Inbox>.fromOpaque(info!).takeUnretainedValue().drain()
+        }
+        return CFRunLoopSourceCreate(kCFAllocatorDefault, 0, &context)
+    }
+
+    /// Called once on the network thread, before `NetworkThread.shared` exists, so before any
+    /// job can be enqueued.
+    func attach(runLoop: CFRunLoop, source: CFRunLoopSource) {
+        let target = Handover((runLoop: runLoop, source: source))
+        state.withLock { $0.target = target }
+    }
+
+    func enqueue(_ job: @escaping @Sendable () -> Void) {
+        let wake = state.withLock { state -> Handover<(runLoop: CFRunLoop, source: CFRunLoopSource)>? in
+            state.jobs.append(job)
+            // Only the first job of a batch signals: later ones ride on the same wake-up.
+            guard state.jobs.count == 1 else { return nil }
+            return state.target
+        }
+        if let (runLoop, source) = wake?.value {
+            CFRunLoopSourceSignal(source)
+            CFRunLoopWakeUp(runLoop)
+        }
+    }
+
+    private func drain() {
+        let jobs = state.withLock { state -> [@Sendable () -> Void] in
+            let jobs = state.jobs
+            state.jobs.removeAll(keepingCapacity: true)
+            return jobs
+        }
+        for job in jobs {
+            job()
+        }
+    }
+}
+
+// MARK: - Start-up
+
+/// Hands the run loop and multi handle from the new thread to `NetworkThread.init`.
+private final class StartupHandshake: @unchecked Sendable {
+    struct Context: @unchecked Sendable {
+        let runLoop: CFRunLoop
+        let source: CFRunLoopSource
+        let multi: CurlMulti
+        let threadID: pthread_t
+    }
+
+    // Written once by the network thread before `ready.signal()`, read after `ready.wait()`;
+    // the semaphore orders the two.
+    private var context: Context?
+    private let ready = DispatchSemaphore(value: 0)
+
+    func publish(_ context: Context) {
+        self.context = context
+        ready.signal()
+    }
+
+    func wait() -> Context {
+        ready.wait()
+        return context!
+    }
+}

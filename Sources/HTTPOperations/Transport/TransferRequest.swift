@@ -1,0 +1,77 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Everything one curl transfer needs, worked out from a `URLRequest` before it reaches the
+/// network thread, so the thread does no Foundation parsing.
+struct TransferRequest: @unchecked Sendable {
+    // @unchecked: `RequestBody.stream` holds an InputStream, which Foundation does not mark
+    // Sendable. The stream is handed over whole: once a TransferRequest is built, only the
+    // network thread reads it.
+
+    /// The URL to fetch.
+    var url: URL
+    /// The method, upper-cased as sent (`GET`, `POST`, ...).
+    var method: String
+    /// Header fields to send, in order.
+    var headers: [(name: String, value: String)]
+    /// The body to send.
+    var body: RequestBody
+    /// Idle timeout: the longest wait for a connection, or for the next byte once connected.
+    var timeout: TimeInterval
+    /// User name and password for Basic or Digest authentication, negotiated by curl.
+    var credential: (user: String, password: String)?
+
+    /// Builds the transfer for `request`.
+    ///
+    /// - Throws: `URLError(.badURL)` when the request has no URL, or an http(s) URL without a
+    ///   host; `URLError(.unsupportedURL)` when it has no scheme.
+    init(_ request: URLRequest, credential: URLCredential?) throws {
+        guard let url = request.url else {
+            throw URLError(.badURL, url: nil, description: "The request has no URL.")
+        }
+        guard let scheme = url.scheme?.lowercased(), !scheme.isEmpty else {
+            throw URLError(.unsupportedURL, url: url, description: "The URL \(url.absoluteString) has no scheme.")
+        }
+        if scheme == "http" || scheme == "https", (url.host ?? "").isEmpty {
+            throw URLError(.badURL, url: url, description: "The URL \(url.absoluteString) has no host.")
+        }
+        self.url = url
+        self.method = (request.httpMethod ?? "GET").uppercased()
+        self.headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        if let stream = request.httpBodyStream {
+            let declared = request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
+            self.body = .stream(stream, length: declared)
+        } else if let data = request.httpBody {
+            self.body = .data(data)
+        } else {
+            self.body = .none
+        }
+        self.timeout = request.timeoutInterval > 0 ? request.timeoutInterval : 60
+        if let credential, let user = credential.user {
+            self.credential = (user, credential.password ?? "")
+        }
+    }
+
+    /// Whether the method is one that carries a body even when it is empty, so curl sends
+    /// `Content-Length: 0` as servers expect.
+    var methodExpectsBody: Bool {
+        ["POST", "PUT", "PATCH"].contains(method)
+    }
+
+    /// The value of header `name`, compared case-insensitively.
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+/// A request body, as curl's read callback will serve it.
+enum RequestBody {
+    /// No body.
+    case none
+    /// Bytes in memory; rewindable.
+    case data(Data)
+    /// A stream read as curl asks for bytes; `length` nil means chunked transfer-encoding.
+    case stream(InputStream, length: Int64?)
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+/// What the test server can be asked for. Build URLs with ``TestServer/url(_:)`` so a test
+/// reads `server.url(.bytes(10_000_000))` rather than a string.
+public enum Endpoint: Sendable, Equatable {
+    /// An empty response with the given status code.
+    case status(Int)
+    /// A JSON description of the request: method, path, query, headers, body.
+    case echo
+    /// Waits, then answers 200 with a short body.
+    case delay(milliseconds: Int)
+    /// `count` bytes of ``TestServer/pattern(offset:)`` with a `Content-Length`.
+    case bytes(Int)
+    /// The same bytes with chunked transfer-encoding and no length.
+    case chunked(Int)
+    /// A chain of `times` 302 redirects that ends in a 200 whose body is `redirected`.
+    case redirect(times: Int)
+    /// One redirect with `status` to `location` (absolute, or a path on this server).
+    case redirectTo(String, status: Int)
+    /// 200 when the request carries Basic credentials `user`:`password`, else a 401 challenge.
+    case basicAuth(user: String, password: String)
+    /// `count` pattern bytes, gzip-encoded when the client accepts it.
+    case gzip(Int)
+    /// Announces `total` bytes, sends the first `after`, then closes the connection.
+    case drop(total: Int, after: Int)
+    /// A text body in the given charset, declared in `Content-Type`.
+    case text(String, charset: String)
+
+    /// The path and query that select this endpoint.
+    var path: String {
+        switch self {
+        case .status(let code): "/status/\(code)"
+        case .echo: "/echo"
+        case .delay(let milliseconds): "/delay/\(milliseconds)"
+        case .bytes(let count): "/bytes/\(count)"
+        case .chunked(let count): "/chunked/\(count)"
+        case .redirect(let times): "/redirect/\(times)"
+        case .redirectTo(let location, let status):
+            "/redirect-to?status=\(status)&url=\(location.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? location)"
+        case .basicAuth(let user, let password): "/basic-auth/\(user)/\(password)"
+        case .gzip(let count): "/gzip/\(count)"
+        case .drop(let total, let after): "/drop/\(total)/\(after)"
+        case .text(let text, let charset):
+            "/text?charset=\(charset)&text=\(text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text)"
+        }
+    }
+}

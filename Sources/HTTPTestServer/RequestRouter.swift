@@ -1,0 +1,230 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Reads one request at a time from a connection and answers it by its path.
+///
+/// Lives on its channel's event loop; NIO calls it from that loop only.
+final class RequestRouter: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// A response header that asks ``HTTPResponseCompressor`` to compress; removed before sending.
+    static let compressMarker = "x-test-server-compress"
+
+    /// Request bodies are kept up to this size for echoing; longer ones are counted only.
+    private static let echoBodyLimit = 16 << 20
+
+    private var head: HTTPRequestHead?
+    private var body = Data()
+    private var bodyLength = 0
+    private var streamer: PatternStreamer?
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body = Data()
+            bodyLength = 0
+        case .body(let buffer):
+            bodyLength += buffer.readableBytes
+            if body.count < Self.echoBodyLimit {
+                body.append(contentsOf: buffer.readableBytesView)
+            }
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            route(head, context: context)
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            pumpStreamer(context: context)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    // MARK: - Routing
+
+    private func route(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let components = URLComponents(string: head.uri)
+        let query = Dictionary((components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        let parts = (components?.path ?? head.uri).split(separator: "/").map(String.init)
+        let number = parts.count > 1 ? Int(parts[1]) : nil
+
+        switch (parts.first ?? "", number) {
+        case ("status", let code?):
+            respond(context, head, status: code, body: Data())
+        case ("echo", _):
+            respond(context, head, status: 200, body: echo(head, query: query), contentType: "application/json")
+        case ("delay", let milliseconds?):
+            let promise = context.eventLoop.makePromise(of: Void.self)
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.scheduleTask(in: .milliseconds(Int64(milliseconds))) {
+                let (router, context) = loopBound.value
+                router.respond(context, head, status: 200, body: Data("delayed \(milliseconds) ms".utf8))
+                promise.succeed()
+            }
+        case ("bytes", let count?):
+            stream(context, head, count: count, chunked: false)
+        case ("chunked", let count?):
+            stream(context, head, count: count, chunked: true)
+        case ("gzip", let count?):
+            stream(context, head, count: count, chunked: false, compress: true)
+        case ("redirect", let times?):
+            if times > 0 {
+                respond(context, head, status: 302, body: Data("redirecting".utf8), extra: [("Location", "/redirect/\(times - 1)")])
+            } else {
+                respond(context, head, status: 200, body: Data("redirected".utf8))
+            }
+        case ("redirect-to", _):
+            let status = Int(query["status"] ?? "") ?? 302
+            respond(context, head, status: status, body: Data("redirecting".utf8), extra: [("Location", query["url"] ?? "/")])
+        case ("basic-auth", _) where parts.count == 3:
+            basicAuth(context, head, user: parts[1], password: parts[2])
+        case ("drop", let total?) where parts.count == 3:
+            drop(context, head, total: total, after: Int(parts[2]) ?? 0)
+        case ("text", _):
+            let charset = query["charset"] ?? "utf-8"
+            let encoding: String.Encoding = charset.lowercased() == "iso-8859-1" ? .isoLatin1 : .utf8
+            let body = (query["text"] ?? "").data(using: encoding) ?? Data()
+            respond(context, head, status: 200, body: body, contentType: "text/plain; charset=\(charset)")
+        default:
+            respond(context, head, status: 404, body: Data("no route for \(head.uri)".utf8))
+        }
+    }
+
+    // MARK: - Responses
+
+    func respond(_ context: ChannelHandlerContext, _ request: HTTPRequestHead, status: Int, body: Data,
+                 contentType: String = "text/plain", extra: [(String, String)] = []) {
+        var headers = HTTPHeaders([("Content-Type", contentType), ("Content-Length", "\(body.count)")])
+        headers.add(contentsOf: extra)
+        writeHead(context, request, status: status, headers: headers)
+        if request.method != .HEAD, !body.isEmpty {
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
+        }
+        finish(context, request)
+    }
+
+    func writeHead(_ context: ChannelHandlerContext, _ request: HTTPRequestHead, status: Int, headers: HTTPHeaders) {
+        var headers = headers
+        if !request.isKeepAlive {
+            headers.replaceOrAdd(name: "Connection", value: "close")
+        }
+        let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: status), headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+    }
+
+    func finish(_ context: ChannelHandlerContext, _ request: HTTPRequestHead) {
+        let keepAlive = request.isKeepAlive
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            if !keepAlive { loopBound.value.close(promise: nil) }
+        }
+    }
+
+    private func echo(_ head: HTTPRequestHead, query: [String: String]) -> Data {
+        var headers: [String: String] = [:]
+        for (name, value) in head.headers {
+            headers[name.lowercased(), default: ""] += headers[name.lowercased()] == nil ? value : ", " + value
+        }
+        let object: [String: Any] = [
+            "method": head.method.rawValue,
+            "path": head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri,
+            "query": query,
+            "headers": headers,
+            "body": String(decoding: body, as: UTF8.self),
+            "bodyLength": bodyLength,
+        ]
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+    }
+
+    private func basicAuth(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, user: String, password: String) {
+        let expected = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+        if head.headers.first(name: "Authorization") == expected {
+            respond(context, head, status: 200, body: Data(#"{"authenticated":true,"user":"\#(user)"}"#.utf8),
+                    contentType: "application/json")
+        } else {
+            respond(context, head, status: 401, body: Data("credentials required".utf8),
+                    extra: [("WWW-Authenticate", #"Basic realm="test server""#)])
+        }
+    }
+
+    private func stream(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, count: Int, chunked: Bool, compress: Bool = false) {
+        var headers = HTTPHeaders([("Content-Type", "application/octet-stream")])
+        if chunked || compress {
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        } else {
+            headers.add(name: "Content-Length", value: "\(count)")
+        }
+        if compress { headers.add(name: Self.compressMarker, value: "1") }
+        writeHead(context, head, status: 200, headers: headers)
+        guard head.method != .HEAD else { return finish(context, head) }
+        streamer = PatternStreamer(request: head, remaining: count, closeAfter: false)
+        pumpStreamer(context: context)
+    }
+
+    /// Sends the head and the first `after` bytes of a `total`-byte body, then closes: the
+    /// client sees a connection lost mid-body.
+    private func drop(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, total: Int, after: Int) {
+        let headers = HTTPHeaders([("Content-Type", "application/octet-stream"), ("Content-Length", "\(total)")])
+        writeHead(context, head, status: 200, headers: headers)
+        streamer = PatternStreamer(request: head, remaining: min(after, total), closeAfter: true)
+        pumpStreamer(context: context)
+    }
+
+    /// Writes what the channel takes now; the streamer stays only while bytes remain.
+    private func pumpStreamer(context: ChannelHandlerContext) {
+        guard var current = streamer else { return }
+        streamer = nil
+        if !current.pump(context: context, router: self) {
+            streamer = current
+        }
+    }
+}
+
+/// Writes pattern bytes while the channel is writable and resumes when it is again, so a
+/// body of any size holds a few chunks in memory at most.
+struct PatternStreamer {
+    private static let chunkSize = 64 << 10
+
+    let request: HTTPRequestHead
+    var offset = 0
+    var remaining: Int
+    /// Close the connection after the bytes instead of ending the response.
+    let closeAfter: Bool
+
+    init(request: HTTPRequestHead, remaining: Int, closeAfter: Bool) {
+        self.request = request
+        self.remaining = remaining
+        self.closeAfter = closeAfter
+    }
+
+    /// Returns true once every byte was written and the response ended (or the connection closed).
+    mutating func pump(context: ChannelHandlerContext, router: RequestRouter) -> Bool {
+        while remaining > 0, context.channel.isWritable {
+            let size = min(Self.chunkSize, remaining)
+            var buffer = context.channel.allocator.buffer(capacity: size)
+            let start = offset
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { pointer in
+                for index in 0..<size {
+                    pointer[index] = TestServer.pattern(offset: start + index)
+                }
+                return size
+            }
+            offset += size
+            remaining -= size
+            context.write(router.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+        }
+        context.flush()
+        guard remaining == 0 else { return false }
+        if closeAfter {
+            context.close(promise: nil)
+        } else {
+            router.finish(context, request)
+        }
+        return true
+    }
+}

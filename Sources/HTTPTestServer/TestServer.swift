@@ -1,0 +1,87 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
+import NIOPosix
+
+/// An HTTP/1.1 server on a random loopback port, for tests and `httpop demo`.
+///
+/// It answers the ``Endpoint`` routes, including faults a real network produces (a
+/// connection dropped mid-body, a slow answer), and streams large bodies with back-pressure
+/// so that serving 256 MB holds no more than a few chunks in memory.
+///
+/// ```swift
+/// let server = try TestServer.start()
+/// defer { server.shutdown() }
+/// let url = server.url(.bytes(1_000_000))
+/// ```
+public final class TestServer: Sendable {
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: any Channel
+
+    /// The loopback port the server listens on.
+    public let port: Int
+
+    private init(group: MultiThreadedEventLoopGroup, channel: any Channel) {
+        self.group = group
+        self.channel = channel
+        self.port = channel.localAddress?.port ?? 0
+    }
+
+    /// Starts a server on 127.0.0.1 and a port the kernel picks.
+    ///
+    /// - Throws: Whatever binding the socket throws.
+    public static func start() throws -> TestServer {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 512)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.configureHTTPServerPipeline(withErrorHandling: true)
+                    // Compress only responses the router marked, so lengths elsewhere stay exact.
+                    try sync.addHandler(HTTPResponseCompressor(responseCompressionPredicate: { head, _ in
+                        guard head.headers.contains(name: RequestRouter.compressMarker) else { return .doNotCompress }
+                        head.headers.remove(name: RequestRouter.compressMarker)
+                        return .compressIfPossible
+                    }))
+                    try sync.addHandler(RequestRouter())
+                }
+            }
+        do {
+            let channel = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
+            return TestServer(group: group, channel: channel)
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw error
+        }
+    }
+
+    /// The base URL, `http://127.0.0.1:<port>`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// The URL of `endpoint` on this server.
+    public func url(_ endpoint: Endpoint) -> URL {
+        URL(string: "http://127.0.0.1:\(port)\(endpoint.path)")!
+    }
+
+    /// Stops listening and closes every connection.
+    public func shutdown() {
+        try? channel.close().wait()
+        try? group.syncShutdownGracefully()
+    }
+
+    /// The byte at `offset` of every body the server generates: a sequence with period 251
+    /// (a prime, so it never lines up with power-of-two chunk sizes and a misplaced chunk
+    /// shows).
+    public static func pattern(offset: Int) -> UInt8 {
+        UInt8(truncatingIfNeeded: offset % 251)
+    }
+
+    /// `count` bytes of the pattern, starting at `offset`.
+    public static func pattern(offset: Int = 0, count: Int) -> Data {
+        Data((0..<count).map { pattern(offset: offset + $0) })
+    }
+}
