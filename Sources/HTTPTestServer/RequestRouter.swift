@@ -14,6 +14,8 @@ final class RequestRouter: ChannelInboundHandler {
 
     /// Request bodies are kept up to this size for echoing; longer ones are counted only.
     private static let echoBodyLimit = 16 << 20
+    /// Request bodies up to this size that are valid UTF-8 are echoed as text.
+    private static let echoTextLimit = 1 << 20
 
     private var head: HTTPRequestHead?
     private var body = Data()
@@ -36,13 +38,6 @@ final class RequestRouter: ChannelInboundHandler {
             self.head = nil
             route(head, context: context)
         }
-    }
-
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable {
-            pumpStreamer(context: context)
-        }
-        context.fireChannelWritabilityChanged()
     }
 
     // MARK: - Routing
@@ -130,14 +125,18 @@ final class RequestRouter: ChannelInboundHandler {
         for (name, value) in head.headers {
             headers[name.lowercased(), default: ""] += headers[name.lowercased()] == nil ? value : ", " + value
         }
-        let object: [String: Any] = [
+        var object: [String: Any] = [
             "method": head.method.rawValue,
             "path": head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri,
             "query": query,
             "headers": headers,
-            "body": String(decoding: body, as: UTF8.self),
             "bodyLength": bodyLength,
         ]
+        // Text bodies come back as text; large or binary ones only as their length (encoding
+        // megabytes of binary as a JSON string costs seconds and tells a test nothing more).
+        if body.count <= Self.echoTextLimit, let text = String(data: body, encoding: .utf8) {
+            object["body"] = text
+        }
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
     }
 
@@ -175,18 +174,28 @@ final class RequestRouter: ChannelInboundHandler {
         pumpStreamer(context: context)
     }
 
-    /// Writes what the channel takes now; the streamer stays only while bytes remain.
-    private func pumpStreamer(context: ChannelHandlerContext) {
+    /// Writes what the channel takes now; the streamer stays only while bytes remain, and
+    /// runs again when its last write has gone to the kernel.
+    fileprivate func pumpStreamer(context: ChannelHandlerContext) {
         guard var current = streamer else { return }
         streamer = nil
-        if !current.pump(context: context, router: self) {
-            streamer = current
+        guard let lastWrite = current.pump(context: context, router: self) else { return }
+        streamer = current
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        lastWrite.whenSuccess {
+            // Through execute: a write that already completed would otherwise recurse.
+            loopBound.value.1.eventLoop.execute {
+                let (router, context) = loopBound.value
+                router.pumpStreamer(context: context)
+            }
         }
     }
 }
 
-/// Writes pattern bytes while the channel is writable and resumes when it is again, so a
-/// body of any size holds a few chunks in memory at most.
+/// Writes pattern bytes while the channel is writable, and resumes when the last of them was
+/// written to the socket, so a body of any size holds a few chunks in memory at most.
+/// (Write completions, not `channelWritabilityChanged`: NIO's HTTP server pipeline does not
+/// pass that event on to handlers behind it.)
 struct PatternStreamer {
     private static let chunkSize = 64 << 10
 
@@ -202,8 +211,10 @@ struct PatternStreamer {
         self.closeAfter = closeAfter
     }
 
-    /// Returns true once every byte was written and the response ended (or the connection closed).
-    mutating func pump(context: ChannelHandlerContext, router: RequestRouter) -> Bool {
+    /// Writes while the channel is writable. Returns the future of the last write when bytes
+    /// remain (resume when it completes), or nil once the response ended or the connection closed.
+    mutating func pump(context: ChannelHandlerContext, router: RequestRouter) -> EventLoopFuture<Void>? {
+        var lastWrite: EventLoopFuture<Void>?
         while remaining > 0, context.channel.isWritable {
             let size = min(Self.chunkSize, remaining)
             var buffer = context.channel.allocator.buffer(capacity: size)
@@ -216,15 +227,15 @@ struct PatternStreamer {
             }
             offset += size
             remaining -= size
-            context.write(router.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+            lastWrite = context.write(router.wrapOutboundOut(.body(.byteBuffer(buffer))))
         }
         context.flush()
-        guard remaining == 0 else { return false }
+        guard remaining == 0 else { return lastWrite ?? context.eventLoop.makeSucceededVoidFuture() }
         if closeAfter {
             context.close(promise: nil)
         } else {
             router.finish(context, request)
         }
-        return true
+        return nil
     }
 }

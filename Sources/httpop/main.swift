@@ -1,1 +1,6 @@
-print("httpop")
+import HTTPTestServer
+import Foundation
+let server = try TestServer.start()
+print(server.port)
+
+Thread.sleep(forTimeInterval: 60)

@@ -13,6 +13,13 @@ import Glibc
 ///   source, so the run loop sleeps in its own `epoll_wait` and wakes as soon as any curl
 ///   socket is ready. The source then drains our epoll set without blocking and tells curl
 ///   which sockets are ready.
+/// - Edges: CoreFoundation registers every port edge-triggered (`EPOLLIN|EPOLLET`, seen with
+///   strace on this toolchain), so it wakes us when a socket *becomes* ready, not while it
+///   *stays* ready. curl reads one buffer per call and may leave bytes in a socket; if the
+///   peer then waits for us (its send buffer full), no new edge ever comes. So we keep
+///   servicing while our level-triggered set still reports ready sockets, and after a few
+///   passes hand the rest to a version-0 "continue" source, which the run loop runs on its
+///   next turn after timers and the inbox had theirs.
 /// - Time: curl asks for one timeout at a time through `CURLMOPT_TIMERFUNCTION`. We keep one
 ///   run-loop timer for the whole life of the thread and move its fire date; it is never
 ///   re-armed by us after firing (curl re-arms it, or deletes it with -1).
@@ -23,6 +30,9 @@ final class CurlMulti {
     private let epollFD: Int32
     private var timer: CFRunLoopTimer?
     private var socketSource: CFRunLoopSource?
+    private var continueSource: CFRunLoopSource?
+    /// Passes over ready sockets before yielding the thread to other run-loop work.
+    private static let passesPerTurn = 4
     /// Transfers curl is working on, keyed by their easy handle. Holding them here keeps them
     /// alive while curl holds a pointer to them.
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
@@ -99,6 +109,15 @@ final class CurlMulti {
         }
         CFRunLoopAddSource(runLoop, source, kCFRunLoopDefaultMode)
         socketSource = source
+
+        var continueContext = CFRunLoopSourceContext()
+        continueContext.info = Unmanaged.passUnretained(self).toOpaque()
+        continueContext.perform = { info in
+            Unmanaged<CurlMulti>.fromOpaque(info!).takeUnretainedValue().serviceReadySockets()
+        }
+        let continuation = CFRunLoopSourceCreate(kCFAllocatorDefault, 0, &continueContext)
+        CFRunLoopAddSource(runLoop, continuation, kCFRunLoopDefaultMode)
+        continueSource = continuation
     }
 
     /// curl's socket callback: keep our epoll set in step with what curl wants to hear about.
@@ -121,27 +140,38 @@ final class CurlMulti {
         }
     }
 
-    /// The epoll source fired: tell curl about every ready socket, without waiting.
+    /// The epoll source fired (or the continue source did): tell curl about every ready
+    /// socket, without waiting, until none is ready or this turn's passes are used up.
     private func serviceReadySockets() {
-        var running: Int32 = 0
-        while true {
-            let count = readyEvents.withUnsafeMutableBufferPointer { buffer in
-                epoll_wait(epollFD, buffer.baseAddress, Int32(buffer.count), 0)
+        for _ in 0..<Self.passesPerTurn {
+            if servicePass() == 0 {
+                deliverCompletions()
+                return
             }
-            guard count > 0 else { break }
-            for index in 0..<Int(count) {
-                let event = readyEvents[index]
-                var flags: Int32 = 0
-                if event.events & EPOLLIN.rawValue != 0 { flags |= CURL_CSELECT_IN }
-                if event.events & EPOLLOUT.rawValue != 0 { flags |= CURL_CSELECT_OUT }
-                if event.events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 { flags |= CURL_CSELECT_ERR }
-                insideCurl = true
-                curl_multi_socket_action(handle, event.data.fd, flags, &running)
-                insideCurl = false
-            }
-            if Int(count) < readyEvents.count { break }
         }
         deliverCompletions()
+        // Still ready after our passes: come back on the run loop's next turn.
+        CFRunLoopSourceSignal(continueSource)
+    }
+
+    /// One `epoll_wait` with a zero timeout; returns how many sockets were ready.
+    private func servicePass() -> Int {
+        let count = readyEvents.withUnsafeMutableBufferPointer { buffer in
+            epoll_wait(epollFD, buffer.baseAddress, Int32(buffer.count), 0)
+        }
+        guard count > 0 else { return 0 }
+        var running: Int32 = 0
+        for index in 0..<Int(count) {
+            let event = readyEvents[index]
+            var flags: Int32 = 0
+            if event.events & EPOLLIN.rawValue != 0 { flags |= CURL_CSELECT_IN }
+            if event.events & EPOLLOUT.rawValue != 0 { flags |= CURL_CSELECT_OUT }
+            if event.events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 { flags |= CURL_CSELECT_ERR }
+            insideCurl = true
+            curl_multi_socket_action(handle, event.data.fd, flags, &running)
+            insideCurl = false
+        }
+        return Int(count)
     }
 
     // MARK: - Time

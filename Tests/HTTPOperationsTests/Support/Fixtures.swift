@@ -85,3 +85,13 @@ func echoed(_ outcome: Outcome) throws -> [String: Any] {
 }
 
 struct EchoError: Error { let outcome: String }
+
+/// Waits until `operation` is finished: after its callbacks, as Foundation sees it.
+func waitUntilFinished(_ operation: Operation, timeout: Duration = .seconds(20)) async throws {
+    let finished = TestSignal("\(operation) to finish")
+    DispatchQueue.global().async {
+        operation.waitUntilFinished()
+        finished.fire()
+    }
+    try await finished.wait(timeout: timeout)
+}

@@ -1,0 +1,105 @@
+import Foundation
+@testable import HTTPOperations
+import Testing
+
+extension AllTests {
+    /// The pure parts of the core, tested without sockets.
+    @Suite struct StateMachine {
+        @Test func transitionsFollowTheLifeOfAnOperation() {
+            let allowed: [(OperationPhase, OperationPhase)] = [
+                (.ready, .executing), (.ready, .finished),
+                (.executing, .paused), (.executing, .finished),
+                (.paused, .executing), (.paused, .finished),
+            ]
+            let phases: [OperationPhase] = [.ready, .executing, .paused, .finished]
+            for from in phases {
+                for to in phases {
+                    let expected = allowed.contains { $0 == (from, to) }
+                    #expect(from.canTransition(to: to) == expected, "\(from) → \(to)")
+                }
+            }
+        }
+
+        @Test func transitionsAnnounceTheKeysFoundationWatches() {
+            #expect(OperationPhase.ready.changedKeys(to: .executing) == ["isExecuting"])
+            #expect(OperationPhase.executing.changedKeys(to: .paused) == ["isExecuting"])
+            #expect(OperationPhase.executing.changedKeys(to: .finished) == ["isExecuting", "isFinished"])
+            #expect(OperationPhase.paused.changedKeys(to: .finished) == ["isFinished"])
+            #expect(OperationPhase.ready.changedKeys(to: .finished) == ["isFinished"])
+        }
+
+        @Test func headParserSkipsNothingAndJoinsRepeatedFields() throws {
+            var parser = ResponseHeadParser()
+            let lines = ["HTTP/1.1 200 OK\r\n", "Content-Type: text/plain\r\n", "Set-Cookie: a=1\r\n",
+                         "set-cookie: b=2\r\n", "X-Folded: one\r\n", "  two\r\n", "\r\n"]
+            var heads: [ResponseHead] = []
+            for line in lines {
+                let bytes = Array(line.utf8)
+                if let head = bytes.withUnsafeBytes({ parser.consume(line: $0) }) { heads.append(head) }
+            }
+            let head = try #require(heads.first)
+            #expect(heads.count == 1)
+            #expect(head.statusCode == 200)
+            #expect(head.httpVersion == "HTTP/1.1")
+            #expect(head.value(of: "content-type") == "text/plain")
+            #expect(head.value(of: "X-Folded") == "one two")
+            let response = head.httpURLResponse(for: URL(string: "http://example.test/")!)
+            #expect(response.value(forHTTPHeaderField: "Set-Cookie") == "a=1, b=2")
+        }
+
+        @Test func interimHeadsAreRecognised() {
+            #expect(ResponseHead(statusCode: 100, httpVersion: "HTTP/1.1", fields: []).isInterim)
+            #expect(!ResponseHead(statusCode: 101, httpVersion: "HTTP/1.1", fields: []).isInterim)
+            #expect(!ResponseHead(statusCode: 204, httpVersion: "HTTP/1.1", fields: []).isInterim)
+        }
+
+        @Test(arguments: [
+            (301, "POST", "GET"), (302, "POST", "GET"), (303, "POST", "GET"), (303, "PUT", "GET"),
+            (303, "HEAD", "HEAD"), (307, "POST", "POST"), (308, "PUT", "PUT"), (301, "PUT", "PUT"),
+        ])
+        func redirectsChangeTheMethodAsClientsDo(status: Int, method: String, expected: String) {
+            var request = URLRequest(url: URL(string: "http://a.test/x")!)
+            request.httpMethod = method
+            request.httpBody = Data("body".utf8)
+            request.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+            let next = RedirectPolicy.request(following: status, from: request, to: URL(string: "http://a.test/y")!)
+            #expect(next.httpMethod == expected)
+            #expect(next.url?.path == "/y")
+            let keepsBody = expected == method
+            #expect((next.httpBody != nil) == keepsBody)
+            #expect((next.value(forHTTPHeaderField: "Content-Type") != nil) == keepsBody)
+        }
+
+        @Test func redirectsToAnotherOriginDropCredentials() {
+            var request = URLRequest(url: URL(string: "http://a.test/x")!)
+            request.setValue("Bearer secret", forHTTPHeaderField: "Authorization")
+            request.setValue("k=v", forHTTPHeaderField: "Cookie")
+            let sameOrigin = RedirectPolicy.request(following: 302, from: request, to: URL(string: "http://a.test:80/y")!)
+            #expect(sameOrigin.value(forHTTPHeaderField: "Authorization") == "Bearer secret")
+            let otherOrigin = RedirectPolicy.request(following: 302, from: request, to: URL(string: "https://a.test/y")!)
+            #expect(otherOrigin.value(forHTTPHeaderField: "Authorization") == nil)
+            #expect(otherOrigin.value(forHTTPHeaderField: "Cookie") == nil)
+        }
+
+        @Test func curlCodesMapToTheURLErrorsUsersKnow() {
+            let cases: [(Int, URLError.Code)] = [
+                (3, .badURL), (6, .cannotFindHost), (7, .cannotConnectToHost), (28, .timedOut),
+                (18, .networkConnectionLost), (56, .networkConnectionLost), (35, .secureConnectionFailed),
+                (60, .serverCertificateUntrusted), (47, .httpTooManyRedirects), (52, .badServerResponse),
+                (37, .fileDoesNotExist), (61, .cannotDecodeContentData), (1, .unsupportedURL),
+            ]
+            for (code, expected) in cases {
+                let curl = CurlError(code: code, message: "m")
+                let error = URLError(curl, url: URL(string: "http://a.test/"))
+                #expect(error.code == expected, "CURLcode \(code)")
+                #expect(error.curlError == curl)
+            }
+        }
+
+        @Test func charsetNamesMapToEncodings() {
+            #expect(String.Encoding(ianaCharsetName: "UTF-8") == .utf8)
+            #expect(String.Encoding(ianaCharsetName: "\"iso-8859-1\"") == .isoLatin1)
+            #expect(String.Encoding(ianaCharsetName: "klingon") == nil)
+        }
+    }
+}
