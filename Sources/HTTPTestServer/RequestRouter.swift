@@ -54,12 +54,10 @@ final class RequestRouter: ChannelInboundHandler {
         case ("echo", _):
             respond(context, head, status: 200, body: echo(head, query: query), contentType: "application/json")
         case ("delay", let milliseconds?):
-            let promise = context.eventLoop.makePromise(of: Void.self)
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             context.eventLoop.scheduleTask(in: .milliseconds(Int64(milliseconds))) {
                 let (router, context) = loopBound.value
                 router.respond(context, head, status: 200, body: Data("delayed \(milliseconds) ms".utf8))
-                promise.succeed()
             }
         case ("bytes", let count?):
             stream(context, head, count: count, chunked: false)

@@ -90,6 +90,8 @@ extension AllTests {
             #expect(all.map(\.0).reduce(0, +) == Int64(size))
             #expect(all.last?.1 == Int64(size))
             #expect(all.allSatisfy { $0.2 == Int64(size) })
+            // Delivered in order, one at a time, although the default completion queue is concurrent.
+            #expect(zip(all, all.dropFirst()).allSatisfy { $0.1 < $1.1 })
             // curl delivers at most 16 KiB per callback: 512 chunks. Coalescing reports fewer.
             #expect(all.count < size / (16 << 10))
         }

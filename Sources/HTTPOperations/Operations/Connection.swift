@@ -79,7 +79,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         guard !isFinished, paused != isPaused else { return }
         isPaused = paused
         if let transfer {
-            curl_easy_pause(transfer.easy, paused ? ccurl_pause_all : ccurl_pause_cont)
+            NetworkThread.shared.multi.setPaused(transfer, paused)
         } else if !paused, let pending = pendingTransfer {
             pendingTransfer = nil
             start(pending)

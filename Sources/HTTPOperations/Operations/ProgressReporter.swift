@@ -10,6 +10,10 @@ public typealias TransferProgressBlock = @Sendable (_ bytes: Int64, _ totalBytes
 /// The network thread records every chunk (a lock and three additions); at most one call is
 /// queued at a time, and it reports everything recorded until it runs. A fast transfer thus
 /// costs a handful of calls, not one per chunk, and the network thread never waits for one.
+///
+/// Calls go through a private serial queue that targets the completion queue: they run on
+/// the completion queue (its specific values are visible), never two at once, and in order,
+/// even when the completion queue is concurrent.
 final class ProgressReporter: Sendable {
     private struct State {
         var unreported: Int64 = 0
@@ -20,11 +24,11 @@ final class ProgressReporter: Sendable {
 
     private let state = Mutex(State())
     private let block: TransferProgressBlock
-    private let queue: DispatchQueue
+    private let serialQueue: DispatchQueue
 
     init(block: @escaping TransferProgressBlock, queue: DispatchQueue) {
         self.block = block
-        self.queue = queue
+        self.serialQueue = DispatchQueue(label: "HTTPOperations.progress", target: queue)
     }
 
     /// Records `bytes` more. Called on the network thread.
@@ -37,7 +41,7 @@ final class ProgressReporter: Sendable {
             return !state.callQueued
         }
         if mustQueue {
-            queue.async { self.flush() }
+            serialQueue.async { self.deliver() }
         }
     }
 
@@ -50,8 +54,14 @@ final class ProgressReporter: Sendable {
         }
     }
 
-    /// Reports what was recorded and not yet reported, on the calling thread.
+    /// Reports what was recorded and not yet reported, after any call already queued; returns
+    /// when it was reported. For the end of a transfer, before its outcome is reported.
     func flush() {
+        serialQueue.sync { deliver() }
+    }
+
+    /// Runs on the serial queue.
+    private func deliver() {
         let report = state.withLock { state -> (Int64, Int64, Int64)? in
             state.callQueued = false
             guard state.unreported > 0 else { return nil }

@@ -87,6 +87,18 @@ final class CurlMulti {
         curl_multi_remove_handle(handle, transfer.easy)
     }
 
+    /// Pauses or resumes `transfer` where it is, keeping its connection.
+    ///
+    /// curl schedules a resumed transfer to "run now" without calling our timer callback, so
+    /// we run its due timers at once; otherwise it would wait for the next timeout tick.
+    func setPaused(_ transfer: CurlTransfer, _ paused: Bool) {
+        precondition(!insideCurl, "pause from outside curl's callbacks")
+        curl_easy_pause(transfer.easy, paused ? ccurl_pause_all : ccurl_pause_cont)
+        if !paused {
+            timerFired()
+        }
+    }
+
     /// The number of transfers in progress.
     var activeCount: Int { active.count }
 

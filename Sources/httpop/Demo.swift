@@ -1,0 +1,150 @@
+import ArgumentParser
+import Foundation
+import HTTPOperations
+import HTTPTestServer
+import Synchronization
+
+/// `httpop demo`: the operation model, shown against the embedded test server.
+struct Demo: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Start the embedded server on a free loopback port and show the operation model at work."
+    )
+
+    @Option(help: "Size of the demo download, in MiB.")
+    var downloadMiB = 64
+
+    func run() throws {
+        let server = try TestServer.start()
+        defer { server.shutdown() }
+        let log = DemoLog()
+        say("Embedded test server listening on \(server.baseURL.absoluteString)\n")
+
+        try chain(server, log)
+        try parallel(server, log)
+        try failures(server, log)
+        try download(server, log)
+        say("\nDone: every operation reported exactly once, on its completion queue.")
+    }
+
+    /// Three requests where each depends on the one before: they run one after another even
+    /// on a queue that allows four at once.
+    private func chain(_ server: TestServer, _ log: DemoLog) throws {
+        say("1. A chain of dependent requests on one queue (up to 4 at once)")
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 4
+        let steps: [(String, Endpoint)] = [("log in", .delay(milliseconds: 120)), ("fetch profile", .echo), ("fetch avatar", .bytes(4096))]
+        var previous: HTTPRequestOperation?
+        var operations: [HTTPRequestOperation] = []
+        for (name, endpoint) in steps {
+            let operation = HTTPRequestOperation(request: URLRequest(url: server.url(endpoint)))
+            log.watch(operation, name: name)
+            if let previous { operation.addDependency(previous) }
+            previous = operation
+            operations.append(operation)
+        }
+        // Added in reverse: the dependencies, not the order of adding, decide the order.
+        operations.reversed().forEach(queue.addOperation)
+        queue.waitUntilAllOperationsAreFinished()
+        say("")
+    }
+
+    private func parallel(_ server: TestServer, _ log: DemoLog) throws {
+        say("2. Twenty requests at once, over reused keep-alive connections")
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 20
+        let started = Date()
+        let operations = (0..<20).map { index in HTTPRequestOperation(request: URLRequest(url: server.url(.bytes(1000 + index)))) }
+        operations.forEach(queue.addOperation)
+        queue.waitUntilAllOperationsAreFinished()
+        let succeeded = operations.filter { $0.error == nil && $0.responseData?.count == 1000 + operations.firstIndex(of: $0)! }.count
+        say("   \(succeeded) of 20 succeeded, with the right bodies, in \(log.milliseconds(since: started)) ms\n")
+    }
+
+    private func failures(_ server: TestServer, _ log: DemoLog) throws {
+        say("3. Failures are typed, and cancellation is a failure, never a success")
+        let missing = HTTPRequestOperation(request: URLRequest(url: server.url(.status(404))))
+        missing.start()
+        missing.waitUntilFinished()
+        say("   GET /status/404  → \(missing.error.map { "\($0)" } ?? "no error?")")
+
+        let slow = HTTPRequestOperation(request: URLRequest(url: server.url(.delay(milliseconds: 5000))))
+        slow.start()
+        slow.cancel()
+        slow.waitUntilFinished()
+        say("   cancelled GET    → URLError \((slow.error as? URLError)?.code.name ?? "none")")
+
+        var request = URLRequest(url: server.url(.delay(milliseconds: 3000)))
+        request.timeoutInterval = 1
+        let timedOut = HTTPRequestOperation(request: request)
+        timedOut.start()
+        timedOut.waitUntilFinished()
+        say("   1 s timeout      → URLError \((timedOut.error as? URLError)?.code.name ?? "none"), curl said: \((timedOut.error as? URLError)?.curlError?.message ?? "-")\n")
+    }
+
+    private func download(_ server: TestServer, _ log: DemoLog) throws {
+        let size = downloadMiB << 20
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-demo-\(getpid()).bin").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        say("4. Streaming a \(downloadMiB) MiB body to \(path)")
+        let operation = HTTPRequestOperation(request: URLRequest(url: server.url(.bytes(size))))
+        operation.outputStream = OutputStream(toFileAtPath: path, append: false)
+        let display = ProgressDisplay(label: "   download")
+        operation.setDownloadProgressBlock { _, total, expected in display.update(total: total, expected: expected) }
+        operation.start()
+        operation.waitUntilFinished()
+        let written = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int64) ?? 0
+        display.finish(total: written, succeeded: operation.error == nil)
+        let verified = try verify(path: path, size: size)
+        say("   \(verified ? "verified: every byte in place" : "MISMATCH in the downloaded bytes")")
+        if !verified { throw CommandFailure("error: the demo download does not match what the server sent") }
+    }
+
+    /// Compares the file with the server's pattern, a megabyte at a time.
+    private func verify(path: String, size: Int) throws -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        var offset = 0
+        while offset < size {
+            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
+            if chunk.isEmpty || chunk != TestServer.pattern(offset: offset, count: chunk.count) { return false }
+            offset += chunk.count
+        }
+        return offset == size
+    }
+}
+
+/// Prints each operation's start and finish with the time since the demo began.
+final class DemoLog: Sendable {
+    private let start = Date()
+    private let names = Mutex<[ObjectIdentifier: String]>([:])
+
+    init() {
+        // Lives as long as the process: the demo never stops observing.
+        _ = NotificationCenter.default.addObserver(forName: .networkingOperationDidStart, object: nil, queue: nil) { [self] note in
+            guard let operation = note.object as? HTTPRequestOperation,
+                  let name = names.withLock({ $0[ObjectIdentifier(operation)] }) else { return }
+            say("   [\(String(format: "%4d", milliseconds(since: start))) ms] start   \(name)  \(operation.request.httpMethod ?? "GET") \(operation.request.url?.path ?? "")")
+        }
+    }
+
+    func watch(_ operation: HTTPRequestOperation, name: String) {
+        names.withLock { $0[ObjectIdentifier(operation)] = name }
+        operation.setCompletionBlockWithSuccess({ [self] operation, _ in
+            names.withLock { $0[ObjectIdentifier(operation)] = nil }
+            say("   [\(String(format: "%4d", milliseconds(since: start))) ms] success \(name)  \(operation.response?.statusCode ?? 0), \(operation.responseData?.count ?? 0) bytes")
+        }, failure: { [self] operation, error in
+            names.withLock { $0[ObjectIdentifier(operation)] = nil }
+            say("   [\(String(format: "%4d", milliseconds(since: start))) ms] failure \(name)  \(error)")
+        })
+    }
+
+    func milliseconds(since date: Date) -> Int {
+        Int(Date().timeIntervalSince(date) * 1000)
+    }
+}
+
+/// Writes a line to stdout at once, so it keeps its place among the progress lines on stderr
+/// even when stdout is a pipe.
+func say(_ line: String = "") {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
