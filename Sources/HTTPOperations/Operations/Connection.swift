@@ -19,7 +19,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     private let operation: URLConnectionOperation
     private let logger: Logger
-    private let completionQueue: DispatchQueue
+    /// The operation's serial queue for every callback, targeting its completion queue.
+    private let callbackQueue: DispatchQueue
     private let completionGroup: DispatchGroup?
     private let maximumRedirects: Int
     private let redirectBlock: RedirectResponseBlock?
@@ -55,10 +56,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.outputStream = configuration.outputStream.value
         self.credential = configuration.credential
         self.request = configuration.currentRequest
-        let queue = configuration.completionQueue ?? .global()
-        self.completionQueue = queue
-        self.uploadProgress = configuration.uploadProgress.map { ProgressReporter(block: $0, queue: queue) }
-        self.downloadProgress = configuration.downloadProgress.map { ProgressReporter(block: $0, queue: queue) }
+        let queue = URLConnectionOperation.makeCallbackQueue(targeting: configuration.completionQueue)
+        self.callbackQueue = queue
+        self.uploadProgress = configuration.uploadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
+        self.downloadProgress = configuration.downloadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
     }
 
     // MARK: - Commands (network thread)
@@ -243,7 +244,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         logger.debug("redirect", metadata: ["status": "\(response.statusCode)", "location": "\(location)"])
         guard let redirectBlock else { return send(proposed) }
         let operation = self.operation
-        completionQueue.async(group: completionGroup) {
+        callbackQueue.async(group: completionGroup) {
             let decision = redirectBlock(operation, proposed, response)
             NetworkThread.shared.perform {
                 guard !self.isFinished else { return }
@@ -257,7 +258,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         let challenge = AuthenticationChallenge(
             response: response, previousFailureCount: challengeCount - 1 + (credentialWasSent ? 1 : 0))
         let (operation, block) = (self.operation, challengeBlock!)
-        completionQueue.async(group: completionGroup) {
+        callbackQueue.async(group: completionGroup) {
             let answer = block(operation, challenge)
             NetworkThread.shared.perform {
                 guard !self.isFinished else { return }
@@ -292,7 +293,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         }
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
         let data = outputStream == nil ? body : nil
-        operation.conclude(response: response, data: data, error: error,
+        operation.conclude(response: response, data: data, error: error, on: callbackQueue,
                            progress: [uploadProgress, downloadProgress].compactMap { $0 })
     }
 }

@@ -11,9 +11,10 @@ public typealias TransferProgressBlock = @Sendable (_ bytes: Int64, _ totalBytes
 /// queued at a time, and it reports everything recorded until it runs. A fast transfer thus
 /// costs a handful of calls, not one per chunk, and the network thread never waits for one.
 ///
-/// Calls go through a private serial queue that targets the completion queue: they run on
-/// the completion queue (its specific values are visible), never two at once, and in order,
-/// even when the completion queue is concurrent.
+/// Calls go through the operation's callback queue, a serial queue that targets its
+/// completion queue: they run on the completion queue (its specific values are visible),
+/// never two at once, in order, and before the operation's outcome, which goes through the
+/// same queue.
 final class ProgressReporter: Sendable {
     private struct State {
         var unreported: Int64 = 0
@@ -24,11 +25,14 @@ final class ProgressReporter: Sendable {
 
     private let state = Mutex(State())
     private let block: TransferProgressBlock
-    private let serialQueue: DispatchQueue
+    private let callbackQueue: DispatchQueue
 
-    init(block: @escaping TransferProgressBlock, queue: DispatchQueue) {
+    /// - Parameters:
+    ///   - block: The user's progress block.
+    ///   - callbackQueue: The operation's serial callback queue.
+    init(block: @escaping TransferProgressBlock, callbackQueue: DispatchQueue) {
         self.block = block
-        self.serialQueue = DispatchQueue(label: "HTTPOperations.progress", target: queue)
+        self.callbackQueue = callbackQueue
     }
 
     /// Records `bytes` more. Called on the network thread.
@@ -41,7 +45,7 @@ final class ProgressReporter: Sendable {
             return !state.callQueued
         }
         if mustQueue {
-            serialQueue.async { self.deliver() }
+            callbackQueue.async { self.deliverPending() }
         }
     }
 
@@ -54,14 +58,9 @@ final class ProgressReporter: Sendable {
         }
     }
 
-    /// Reports what was recorded and not yet reported, after any call already queued; returns
-    /// when it was reported. For the end of a transfer, before its outcome is reported.
-    func flush() {
-        serialQueue.sync { deliver() }
-    }
-
-    /// Runs on the serial queue.
-    private func deliver() {
+    /// Reports what was recorded and not yet reported. Runs on the callback queue; the
+    /// operation calls it once more before reporting its outcome.
+    func deliverPending() {
         let report = state.withLock { state -> (Int64, Int64, Int64)? in
             state.callQueued = false
             guard state.unreported > 0 else { return nil }

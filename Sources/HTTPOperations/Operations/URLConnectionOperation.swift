@@ -265,10 +265,15 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// Subclasses override it to validate and decode, and call `super`.
     open func processResponse() {}
 
-    /// Records the outcome of the transfer and finishes the operation on the completion
-    /// queue: processResponse(), then the finished state, then the notification.
-    func conclude(response: URLResponse?, data: Data?, error: (any Error)?, progress: [ProgressReporter] = []) {
-        let (queue, group, logger) = state.withLock { state in
+    /// Records the outcome of the transfer and finishes the operation on its callback queue:
+    /// the last progress, processResponse(), then the finished state, then the notification.
+    ///
+    /// - Parameters:
+    ///   - callbackQueue: The serial queue the operation's other callbacks went through, so
+    ///     the outcome comes after all of them; nil when there were none (cancelled before start).
+    func conclude(response: URLResponse?, data: Data?, error: (any Error)?,
+                  on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = []) {
+        let (completionQueue, group, logger) = state.withLock { state in
             state.outcomeDecided = true
             state.connection = nil
             state.response = response ?? state.response
@@ -276,15 +281,22 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
             // A cancel that won the lock before this point turns any outcome into a
             // cancellation: a cancelled operation never reports success.
             state.error = state.cancelRequested ? cancellationError() : error
-            return (state.completionQueue ?? .global(), state.completionGroup, state.logger)
+            return (state.completionQueue, state.completionGroup, state.logger)
         }
+        let queue = callbackQueue ?? Self.makeCallbackQueue(targeting: completionQueue)
         queue.async(group: group) {
-            for reporter in progress { reporter.flush() }
+            for reporter in progress { reporter.deliverPending() }
             self.processResponse()
             self.transition(to: .finished)
             logger.debug("operation finished", metadata: ["error": "\(self.error.map { "\($0)" } ?? "none")"])
             NotificationCenter.default.post(name: .networkingOperationDidFinish, object: self)
         }
+    }
+
+    /// A serial queue for one operation's callbacks, running them on `completionQueue` (a
+    /// global concurrent queue when nil): in order, never two at once.
+    static func makeCallbackQueue(targeting completionQueue: DispatchQueue?) -> DispatchQueue {
+        DispatchQueue(label: "HTTPOperations.callbacks", target: completionQueue ?? .global())
     }
 
     func cancellationError() -> URLError {
