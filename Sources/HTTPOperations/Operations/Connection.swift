@@ -19,7 +19,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     private let operation: URLConnectionOperation
     private let logger: Logger
-    /// The operation's serial queue for every callback, targeting its completion queue.
+    /// Where callbacks run: the completion queue, or, when there are progress callbacks to
+    /// keep in order ahead of the outcome, a serial queue targeting it.
     private let callbackQueue: DispatchQueue
     private let completionGroup: DispatchGroup?
     private let maximumRedirects: Int
@@ -56,7 +57,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.outputStream = configuration.outputStream.value
         self.credential = configuration.credential
         self.request = configuration.currentRequest
-        let queue = URLConnectionOperation.makeCallbackQueue(targeting: configuration.completionQueue)
+        let hasProgress = configuration.uploadProgress != nil || configuration.downloadProgress != nil
+        let queue = hasProgress
+            ? URLConnectionOperation.makeCallbackQueue(targeting: configuration.completionQueue)
+            : configuration.completionQueue ?? .global()
         self.callbackQueue = queue
         self.uploadProgress = configuration.uploadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
         self.downloadProgress = configuration.downloadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
@@ -139,13 +143,15 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             return
         }
         provisionalBody = nil
-        let response = head.httpURLResponse(for: request.url!)
-        operation.state.withLock { $0.response = response }
+        // The HTTPURLResponse is built later, when someone asks, off this thread.
+        operation.setResponseHead(head, url: request.url!)
         let encoded = head.value(of: "Content-Encoding").map { $0.lowercased() != "identity" } ?? false
         expectedLength = encoded ? -1 : (head.value(of: "Content-Length").flatMap(Int64.init) ?? -1)
         if outputStream == nil, expectedLength > 0 {
-            // Trust the announced length only so far: a server may lie.
-            body.reserveCapacity(Int(min(expectedLength, 64 << 20)))
+            // One allocation instead of repeated grow-and-copy. Pages reserved but never
+            // written are not resident, so a server that announces more than it sends costs
+            // address space, not memory; the cap bounds even that.
+            body.reserveCapacity(Int(min(expectedLength, 1 << 30)))
         }
     }
 
@@ -183,16 +189,17 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                        expectedContentLength: Int(transfer.expectedContentLength ?? -1), textEncodingName: nil)
             return finish(response: response, error: nil)
         }
-        let response = head.httpURLResponse(for: url)
         if provisionalBody != nil {
+            let response = head.httpURLResponse(for: url)
             if RedirectPolicy.redirectStatusCodes.contains(head.statusCode), let location = transfer.redirectURL {
                 return redirect(response, to: location)
             }
             if head.statusCode == 401 || head.statusCode == 407 {
                 return challenge(response, credentialWasSent: transfer.request.credential != nil)
             }
+            return keepProvisional(response)
         }
-        finish(response: response, error: nil)
+        finish(response: nil, error: nil)
     }
 
     // MARK: - Body

@@ -50,7 +50,10 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// Set by the first effective cancel(); start() checks it under the same lock.
         var cancelRequested = false
         var currentRequest: URLRequest
+        /// The response, once built. HTTP responses arrive as `responseHead` and are built on
+        /// first use, off the network thread (`HTTPURLResponse.init` is costly).
         var response: URLResponse?
+        var responseHead: (head: ResponseHead, url: URL)?
         var responseData: Data?
         var error: (any Error)?
         /// Set before start; from then on only the network thread writes to the stream.
@@ -70,6 +73,14 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     }
 
     let state: Mutex<State>
+
+    /// Records the head of the response being received. Network thread; cheap.
+    func setResponseHead(_ head: ResponseHead, url: URL) {
+        state.withLock { state in
+            state.responseHead = (head, url)
+            state.response = nil
+        }
+    }
     private let transitionLock = Mutex(())
 
     /// The request as it was given. See ``currentRequest`` for the one sent last.
@@ -91,7 +102,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     public var currentRequest: URLRequest { state.withLock { $0.currentRequest } }
 
     /// The response, once its head has arrived.
-    open var response: URLResponse? { state.withLock { $0.response } }
+    open var response: URLResponse? { state.withLock { $0.builtResponse() } }
 
     /// The response body, when it went to memory (``outputStream`` unset) and the operation
     /// has finished.
@@ -99,7 +110,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
 
     /// The response body as text, decoded with the charset the response names, or UTF-8.
     public var responseString: String? {
-        let (data, response) = state.withLock { ($0.responseData, $0.response) }
+        let (data, response) = state.withLock { ($0.responseData, $0.builtResponse()) }
         guard let data else { return nil }
         let encoding = response?.textEncodingName.flatMap(String.Encoding.init(ianaCharsetName:)) ?? .utf8
         return String(data: data, encoding: encoding) ?? String(decoding: data, as: UTF8.self)
@@ -269,21 +280,25 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// the last progress, processResponse(), then the finished state, then the notification.
     ///
     /// - Parameters:
-    ///   - callbackQueue: The serial queue the operation's other callbacks went through, so
-    ///     the outcome comes after all of them; nil when there were none (cancelled before start).
+    ///   - callbackQueue: The queue the operation's other callbacks went through (serial when
+    ///     there were progress callbacks), so the outcome comes after all of them; nil means
+    ///     the completion queue.
     func conclude(response: URLResponse?, data: Data?, error: (any Error)?,
                   on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = []) {
         let (completionQueue, group, logger) = state.withLock { state in
             state.outcomeDecided = true
             state.connection = nil
-            state.response = response ?? state.response
+            if let response {
+                state.response = response
+                state.responseHead = nil
+            }
             state.responseData = data
             // A cancel that won the lock before this point turns any outcome into a
             // cancellation: a cancelled operation never reports success.
             state.error = state.cancelRequested ? cancellationError() : error
             return (state.completionQueue, state.completionGroup, state.logger)
         }
-        let queue = callbackQueue ?? Self.makeCallbackQueue(targeting: completionQueue)
+        let queue = callbackQueue ?? completionQueue ?? .global()
         queue.async(group: group) {
             for reporter in progress { reporter.deliverPending() }
             self.processResponse()
@@ -324,5 +339,15 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
             }
             return true
         }
+    }
+}
+
+extension URLConnectionOperation.State {
+    /// The response, building the `HTTPURLResponse` from the head the first time it is needed.
+    mutating func builtResponse() -> URLResponse? {
+        if response == nil, let (head, url) = responseHead {
+            response = head.httpURLResponse(for: url)
+        }
+        return response
     }
 }

@@ -17,9 +17,10 @@ struct ResponseHead: Sendable, Equatable {
             && lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
     }
 
-    /// The first value of the field `name`, compared case-insensitively.
+    /// The first value of the field `name`, compared case-insensitively (ASCII, as field
+    /// names are).
     func value(of name: String) -> String? {
-        fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        fields.first { $0.name.utf8.elementsEqual(name.utf8, by: { asciiLowercased($0) == asciiLowercased($1) }) }?.value
     }
 
     /// Whether this is an interim (1xx) response that another head will follow.
@@ -53,31 +54,47 @@ struct ResponseHeadParser {
     private var fields: [(name: String, value: String)] = []
 
     /// Feeds one line, including its CRLF. Returns the head when the line completes one.
+    ///
+    /// Works on the bytes: this runs for every header line on the network thread.
     mutating func consume(line bytes: UnsafeRawBufferPointer) -> ResponseHead? {
-        var end = bytes.count
-        while end > 0, bytes[end - 1] == UInt8(ascii: "\n") || bytes[end - 1] == UInt8(ascii: "\r") {
-            end -= 1
-        }
-        if end == 0 {
+        let line = trimmed(bytes, from: 0, to: bytes.count)
+        if line.isEmpty {
             defer { self = ResponseHeadParser() }
             guard let statusCode else { return nil }
             return ResponseHead(statusCode: statusCode, httpVersion: httpVersion, fields: fields)
         }
-        let line = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<end]), as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        if line.starts(with: "HTTP/".utf8) {
             // A new status line starts a new head, whatever came before.
             self = ResponseHeadParser()
-            let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-            httpVersion = parts.first.map(String.init) ?? "HTTP/1.1"
-            statusCode = parts.count > 1 ? Int(parts[1]) : nil
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
-            let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
-            fields.append((name, value))
-        } else if let last = fields.indices.last, line.first == " " || line.first == "\t" {
+            let parts = line.split(separator: UInt8(ascii: " "), maxSplits: 2)
+            httpVersion = String(decoding: parts[0], as: UTF8.self)
+            statusCode = parts.count > 1 ? Int(String(decoding: parts[1], as: UTF8.self)) : nil
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            let name = trimmed(bytes, from: line.startIndex, to: colon)
+            let value = trimmed(bytes, from: colon + 1, to: line.endIndex)
+            fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        } else if let last = fields.indices.last, bytes.first == UInt8(ascii: " ") || bytes.first == UInt8(ascii: "\t") {
             // Obsolete line folding (RFC 9112 §5.2): a continuation of the previous value.
-            fields[last].value += " " + line.trimmingCharacters(in: .whitespaces)
+            fields[last].value += " " + String(decoding: line, as: UTF8.self)
         }
         return nil
     }
+
+    /// `bytes[start..<end]` without leading and trailing spaces, tabs, CR and LF.
+    private func trimmed(_ bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Slice<UnsafeRawBufferPointer> {
+        func isSpace(_ byte: UInt8) -> Bool {
+            byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\n")
+        }
+        var lower = start
+        var upper = end
+        while lower < upper, isSpace(bytes[lower]) { lower += 1 }
+        while upper > lower, isSpace(bytes[upper - 1]) { upper -= 1 }
+        return bytes[lower..<upper]
+    }
+}
+
+/// `byte` lower-cased if it is an ASCII capital letter.
+@inline(__always)
+func asciiLowercased(_ byte: UInt8) -> UInt8 {
+    byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
 }

@@ -1,0 +1,27 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Benchmarks live in their own package so the library never depends on what they compare
+// it with. Build and run with `Benchmarks/run` (see ../Docs/Performance.md).
+let package = Package(
+    name: "HTTPOperationsBenchmarks",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(name: "HTTPOperations", path: ".."),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // The physical limit of the transport: a plain libcurl multi loop in C, with the
+        // options HTTPOperations sets.
+        .target(name: "CRawCurl", linkerSettings: [.linkedLibrary("curl")]),
+        .executableTarget(
+            name: "bench",
+            dependencies: [
+                "CRawCurl",
+                .product(name: "HTTPOperations", package: "HTTPOperations"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,20 @@
+#ifndef RAW_CURL_H
+#define RAW_CURL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// What one raw-libcurl run did.
+typedef struct {
+    long completed;        ///< transfers that ended with CURLE_OK and status 200
+    long failed;           ///< the others
+    int64_t body_bytes;    ///< body bytes received in all
+} raw_curl_result;
+
+/// Fetches `url` `count` times with at most `in_flight` transfers at once, through one curl
+/// multi handle driven by curl_multi_poll, with the options HTTPOperations sets (NOSIGNAL,
+/// ACCEPT_ENCODING "", HTTP/2 over TLS, keep-alive, no redirects). Each body is copied into a
+/// fresh, growing memory buffer, as HTTPOperations does by default.
+raw_curl_result raw_curl_run(const char *url, long count, long in_flight);
+
+#endif
