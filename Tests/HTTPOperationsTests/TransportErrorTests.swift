@@ -3,10 +3,6 @@ import HTTPOperations
 import HTTPTestServer
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 extension AllTests {
     @Suite struct TransportErrors {
         @Test func aServerThatDoesNotAnswerInTimeTimesOut() async throws {
@@ -17,7 +13,7 @@ extension AllTests {
         }
 
         @Test func aClosedPortRefusesTheConnection() async throws {
-            let port = try closedLoopbackPort()
+            let port = try freeLoopbackPort()
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: "http://127.0.0.1:\(port)/")!))
             let outcome = try await run(op)
             #expect(outcome.urlErrorCode == .cannotConnectToHost)
@@ -54,25 +50,6 @@ extension AllTests {
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: "gopher+nope://127.0.0.1/")!))
             let outcome = try await run(op)
             #expect(outcome.urlErrorCode == .unsupportedURL)
-        }
-
-        /// A loopback port with nothing listening: bound, then closed.
-        private func closedLoopbackPort() throws -> Int {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            try withUnsafeMutablePointer(to: &address) { pointer in
-                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                    guard bind(fd, raw, length) == 0, getsockname(fd, raw, &length) == 0 else {
-                        throw POSIXError(.EADDRNOTAVAIL)
-                    }
-                }
-            }
-            return Int(UInt16(bigEndian: address.sin_port))
         }
     }
 }

@@ -32,6 +32,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     private var request: URLRequest
     private var credential: URLCredential?
+    private let trustedCertificateFile: String?
     private var transfer: CurlTransfer?
     private var head: ResponseHead?
     private var expectedLength: Int64 = -1
@@ -56,6 +57,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.challengeBlock = configuration.challengeBlock
         self.outputStream = configuration.outputStream.value
         self.credential = configuration.credential
+        self.trustedCertificateFile = configuration.trustedCertificateFile
         self.request = configuration.currentRequest
         let hasProgress = configuration.uploadProgress != nil || configuration.downloadProgress != nil
         let queue = hasProgress
@@ -109,7 +111,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             // The credential belongs to the origin the caller asked for, not to wherever a
             // redirect leads.
             let sameOrigin = next.url.flatMap { url in operation.request.url.map { RedirectPolicy.isSameOrigin($0, url) } } ?? false
-            let transferRequest = try TransferRequest(next, credential: sameOrigin ? credential : nil)
+            var transferRequest = try TransferRequest(next, credential: sameOrigin ? credential : nil)
+            transferRequest.trustedCertificateFile = trustedCertificateFile
             let transfer = CurlTransfer(request: transferRequest, delegate: self)
             if isPaused {
                 pendingTransfer = transfer

@@ -67,6 +67,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var downloadProgress: TransferProgressBlock?
         var redirectBlock: RedirectResponseBlock?
         var challengeBlock: AuthenticationChallengeBlock?
+        var trustedCertificateFile: String?
         var logger = Logger(label: "HTTPOperations", factory: { _ in SwiftLogNoOpLogHandler() })
         /// The network-side half of the operation, while it is executing or paused.
         var connection: Connection?
@@ -164,6 +165,14 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     public var maximumRedirects: Int {
         get { state.withLock { $0.maximumRedirects } }
         set { state.withLock { $0.maximumRedirects = max(0, newValue) } }
+    }
+
+    /// A PEM file of certificate authorities to trust instead of the system's. Internal until
+    /// the security policy makes TLS trust configurable; the tests use it to reach a server
+    /// with a certificate made for the test.
+    var trustedCertificateFile: String? {
+        get { state.withLock { $0.trustedCertificateFile } }
+        set { state.withLock { $0.trustedCertificateFile = newValue } }
     }
 
     /// Where the operation logs: silent by default. It is captured when the operation starts

@@ -114,6 +114,10 @@ final class CurlTransfer {
         configureMethodAndBody(userData: me)
         configureHeaders()
 
+        if let file = request.trustedCertificateFile {
+            setString(CURLOPT_CAINFO, file)
+        }
+
         if let credential = request.credential {
             setString(CURLOPT_USERNAME, credential.user)
             setString(CURLOPT_PASSWORD, credential.password)

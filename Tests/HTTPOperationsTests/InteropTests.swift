@@ -1,0 +1,98 @@
+import Foundation
+@testable import HTTPOperations
+import Testing
+
+extension AllTests {
+    /// Against nginx, started by the test with its own config on free loopback ports.
+    @Suite(.enabled(if: ExternalServers.nginxPath != nil || ExternalServers.required, "nginx is not installed"))
+    struct WithNginx {
+        @Test func keepAliveConnectionsAreReused() async throws {
+            var serials: [String] = []
+            for _ in 0..<5 {
+                let op = HTTPRequestOperation(request: URLRequest(url: URL(string: ExternalServers.nginx.baseURL + "/connection")!))
+                #expect(try await run(op).error == nil)
+                serials.append(op.responseString ?? "")
+            }
+            // nginx numbers its connections: one serial for all five requests means one connection.
+            #expect(Set(serials).count == 1, "connections used: \(serials)")
+        }
+
+        @Test func http2IsUsedWhenTheServerOffersItOverTLS() async throws {
+            let nginx = ExternalServers.nginx
+            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.tlsBaseURL + "/protocol")!))
+            op.trustedCertificateFile = nginx.certificateAuthorityFile
+            #expect(try await run(op).error == nil)
+            #expect(op.responseString == "HTTP/2.0")
+        }
+
+        @Test func anUntrustedCertificateIsRefused() async throws {
+            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: ExternalServers.nginx.tlsBaseURL + "/protocol")!))
+            let outcome = try await run(op)
+            #expect(outcome.urlErrorCode == .serverCertificateUntrusted)
+        }
+
+        @Test func staticFilesArriveWhole() async throws {
+            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: ExternalServers.nginx.baseURL + "/hello.txt")!))
+            #expect(try await run(op).error == nil)
+            #expect(op.responseString == "hello from nginx\n")
+            #expect(op.response?.value(forHTTPHeaderField: "Server")?.hasPrefix("nginx") == true)
+        }
+    }
+
+    /// Against httpbin from PyPI, started by the test on a free loopback port.
+    @Suite(.enabled(if: ExternalServers.httpbinInstalled || ExternalServers.required, "httpbin is not installed"))
+    struct WithHTTPBin {
+        private func get(_ path: String, credential: URLCredential? = nil) async throws -> (HTTPRequestOperation, Outcome) {
+            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: ExternalServers.httpbin.baseURL + path)!))
+            op.credential = credential
+            return (op, try await run(op))
+        }
+
+        @Test func digestAuthenticationIsNegotiated() async throws {
+            let credential = URLCredential(user: "ada", password: "s3cret", persistence: .none)
+            let (op, outcome) = try await get("/digest-auth/auth/ada/s3cret", credential: credential)
+            #expect(outcome.error == nil)
+            #expect(op.response?.statusCode == 200)
+            #expect(op.responseString?.contains(#""authenticated": true"#) == true)
+        }
+
+        @Test func aWrongDigestPasswordIsA401() async throws {
+            let credential = URLCredential(user: "ada", password: "wrong", persistence: .none)
+            let (_, outcome) = try await get("/digest-auth/auth/ada/s3cret", credential: credential)
+            #expect((outcome.error as? ResponseValidationError)?.statusCode == 401)
+        }
+
+        @Test func basicAuthenticationWorks() async throws {
+            let credential = URLCredential(user: "ada", password: "s3cret", persistence: .none)
+            let (_, outcome) = try await get("/basic-auth/ada/s3cret", credential: credential)
+            #expect(outcome.error == nil)
+        }
+
+        @Test(arguments: ["gzip", "deflate", "brotli"])
+        func compressedResponsesAreDecoded(path: String) async throws {
+            let (op, outcome) = try await get("/" + path)
+            #expect(outcome.error == nil)
+            let object = try JSONSerialization.jsonObject(with: try #require(op.responseData)) as? [String: Any]
+            #expect(object?[path == "brotli" ? "brotli" : path == "gzip" ? "gzipped" : "deflated"] as? Bool == true)
+        }
+
+        @Test(arguments: ["/redirect/3", "/relative-redirect/3", "/absolute-redirect/3"])
+        func redirectChainsAreFollowed(path: String) async throws {
+            let (op, outcome) = try await get(path)
+            #expect(outcome.error == nil)
+            #expect(op.response?.url?.path == "/get")
+        }
+
+        @Test func statusCodesAreValidated() async throws {
+            let (_, outcome) = try await get("/status/418")
+            #expect((outcome.error as? ResponseValidationError)?.statusCode == 418)
+        }
+
+        @Test func chunkedStreamsArriveWhole() async throws {
+            let (op, outcome) = try await get("/stream-bytes/100000?chunk_size=7000&seed=3")
+            #expect(outcome.error == nil)
+            // httpbin serves at most 100 KiB here.
+            #expect(op.responseData?.count == 100_000)
+        }
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Servers nobody here wrote — nginx (Debian) and httpbin (PyPI) — started by the tests on
+/// free loopback ports, to prove HTTPOperations speaks real HTTP.
+///
+/// `.ci/run` installs both and sets `HTTPOPERATIONS_REQUIRE_INTEROP=1`, so in CI a missing
+/// server fails the interop tests instead of skipping them. On a developer machine without
+/// them, those tests are skipped.
+enum ExternalServers {
+    /// Whether interop tests must run (CI), even when a server seems missing.
+    static let required = ProcessInfo.processInfo.environment["HTTPOPERATIONS_REQUIRE_INTEROP"] == "1"
+
+    static var nginxPath: String? {
+        ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    static var httpbinInstalled: Bool {
+        run("/usr/bin/env", ["python3", "-c", "import httpbin"]) == 0
+    }
+
+    /// nginx with a plain HTTP listener and an HTTP/2 TLS listener; started on first use.
+    static let nginx: Nginx = {
+        do { return try Nginx.start() } catch { fatalError("nginx did not start: \(error)") }
+    }()
+
+    /// httpbin on Werkzeug's development server; started on first use.
+    static let httpbin: ManagedProcess = {
+        do {
+            let port = try freeLoopbackPort()
+            return try ManagedProcess.start("/usr/bin/env", ["python3", "-m", "httpbin.core", "--host", "127.0.0.1", "--port", "\(port)"], port: port)
+        } catch {
+            fatalError("httpbin did not start: \(error)")
+        }
+    }()
+}
+
+/// A server process the tests own, stopped when the test process exits, however it exits.
+///
+/// The server runs under `sh`, which waits on a pipe whose write end only this process
+/// holds. When this process ends, the kernel closes that end, `cat` sees end-of-file, and
+/// the wrapper stops the server: no exit hook to miss, no polling. It uses SIGKILL: a child
+/// spawned from a libdispatch thread inherits that thread's blocked signal mask, so SIGTERM
+/// would stay pending forever.
+final class ManagedProcess: Sendable {
+    let port: Int
+    private let lifeline: Handover
+
+    /// `Process` and `Pipe` are not Sendable; these are only kept alive, never used again.
+    private struct Handover: @unchecked Sendable {
+        let process: Process
+        let pipe: Pipe
+    }
+
+    /// Starts `executable` and waits until it accepts connections on `port`.
+    ///
+    /// - Parameter removing: A folder to delete once the server has stopped.
+    static func start(_ executable: String, _ arguments: [String], port: Int, removing folder: String? = nil) throws -> ManagedProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        let script = #""$@" <&- & server=$!; cat >/dev/null; kill -KILL $server; wait $server; [ -n "$HTTPOP_REMOVE" ] && rm -rf "$HTTPOP_REMOVE""#
+        process.arguments = ["-c", script, "sh", executable] + arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["HTTPOP_REMOVE"] = folder ?? ""
+        process.environment = environment
+        let pipe = Pipe()
+        // Only this process may hold the write end: children that inherited it would keep
+        // the pipe open after we exit.
+        _ = fcntl(pipe.fileHandleForWriting.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        process.standardInput = pipe
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try waitUntilAccepting(port: port, timeout: 20)
+        return ManagedProcess(port: port, lifeline: Handover(process: process, pipe: pipe))
+    }
+
+    private init(port: Int, lifeline: Handover) {
+        self.port = port
+        self.lifeline = lifeline
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+}
+
+/// nginx with its own prefix, config and throwaway certificate authority.
+struct Nginx: Sendable {
+    let process: ManagedProcess
+    /// The TLS port, which offers HTTP/2 through ALPN.
+    let tlsPort: Int
+    /// The PEM file of the certificate authority that signed the server's certificate.
+    let certificateAuthorityFile: String
+    let prefix: String
+
+    var baseURL: String { process.baseURL }
+    var tlsBaseURL: String { "https://localhost:\(tlsPort)" }
+
+    static func start() throws -> Nginx {
+        guard let nginx = ExternalServers.nginxPath else { throw ServerError("nginx is not installed") }
+        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-nginx-\(getpid())").path
+        for folder in ["", "/www", "/logs", "/tmp"] {
+            try FileManager.default.createDirectory(atPath: prefix + folder, withIntermediateDirectories: true)
+        }
+        try Data("hello from nginx\n".utf8).write(to: URL(fileURLWithPath: prefix + "/www/hello.txt"))
+        // A certificate authority and a server certificate for localhost, made for this run.
+        let ca = prefix + "/ca.pem", caKey = prefix + "/ca.key", key = prefix + "/server.key"
+        let csr = prefix + "/server.csr", cert = prefix + "/server.pem", ext = prefix + "/server.ext"
+        try Data("subjectAltName=DNS:localhost,IP:127.0.0.1\n".utf8).write(to: URL(fileURLWithPath: ext))
+        let steps: [[String]] = [
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", caKey, "-out", ca, "-days", "2", "-subj", "/CN=HTTPOperations test CA"],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=localhost"],
+            ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", caKey, "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext],
+        ]
+        for step in steps where run("/usr/bin/openssl", step) != 0 {
+            throw ServerError("openssl \(step.first ?? "") failed")
+        }
+        let port = try freeLoopbackPort(), tlsPort = try freeLoopbackPort()
+        let config = """
+        daemon off;
+        master_process off;
+        worker_processes 1;
+        pid \(prefix)/nginx.pid;
+        error_log \(prefix)/logs/error.log warn;
+        events { worker_connections 256; }
+        http {
+            access_log \(prefix)/logs/access.log;
+            client_body_temp_path \(prefix)/tmp; proxy_temp_path \(prefix)/tmp; fastcgi_temp_path \(prefix)/tmp;
+            uwsgi_temp_path \(prefix)/tmp; scgi_temp_path \(prefix)/tmp;
+            keepalive_requests 10000;
+            default_type text/plain;
+            server {
+                listen 127.0.0.1:\(port);
+                listen 127.0.0.1:\(tlsPort) ssl http2;
+                ssl_certificate \(cert);
+                ssl_certificate_key \(key);
+                root \(prefix)/www;
+                location = /connection { return 200 "$connection"; }
+                location = /protocol { return 200 "$server_protocol"; }
+            }
+        }
+        """
+        try Data(config.utf8).write(to: URL(fileURLWithPath: prefix + "/nginx.conf"))
+        let process = try ManagedProcess.start(nginx, ["-c", prefix + "/nginx.conf", "-p", prefix], port: port, removing: prefix)
+        try waitUntilAccepting(port: tlsPort, timeout: 20)
+        return Nginx(process: process, tlsPort: tlsPort, certificateAuthorityFile: ca, prefix: prefix)
+    }
+}
+
+struct ServerError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs a command to completion and returns its exit status; output is discarded.
+@discardableResult
+func run(_ executable: String, _ arguments: [String]) -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    do { try process.run() } catch { return -1 }
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
+/// A loopback port that nothing listens on right now (bound, then released).
+func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    try withUnsafeMutablePointer(to: &address) { pointer in
+        try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+            guard bind(fd, raw, length) == 0, getsockname(fd, raw, &length) == 0 else {
+                throw ServerError("no free loopback port")
+            }
+        }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Waits until something accepts TCP connections on `port`: a readiness probe for a server
+/// process that just started, trying every 20 ms until `timeout` seconds have passed.
+func waitUntilAccepting(port: Int, timeout: TimeInterval) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        close(fd)
+        if connected { return }
+        usleep(20_000)
+    }
+    throw ServerError("nothing accepted connections on port \(port) within \(timeout) s")
+}
