@@ -15,14 +15,10 @@ struct Download: ParsableCommand {
     @Option(name: .shortAndLong, help: "The file to write.")
     var output: String
 
-    @Option(name: .customShort("H"), help: ArgumentHelp("A request header, as 'Name: value'. Repeatable.", valueName: "header"))
-    var headers: [String] = []
-
-    @Option(help: "Idle timeout in seconds.")
-    var timeout: Double = 60
+    @OptionGroup var options: RequestOptions
 
     func run() throws {
-        let request = try makeRequest(url: url, headers: headers, timeout: timeout)
+        let request = try options.request(for: url)
         guard let stream = OutputStream(toFileAtPath: output, append: false) else {
             throw CommandFailure("error: cannot open \(output) for writing")
         }

@@ -12,17 +12,13 @@ struct Get: ParsableCommand {
     @Argument(help: "The URL to fetch (http, https or file).")
     var url: String
 
-    @Option(name: .customShort("H"), help: ArgumentHelp("A request header, as 'Name: value'. Repeatable.", valueName: "header"))
-    var headers: [String] = []
+    @OptionGroup var options: RequestOptions
 
     @Flag(name: .customShort("i"), help: "Print the status line and response headers before the body.")
     var includeHeaders = false
 
-    @Option(help: "Idle timeout in seconds.")
-    var timeout: Double = 60
-
     func run() throws {
-        let request = try makeRequest(url: url, headers: headers, timeout: timeout)
+        let request = try options.request(for: url)
         let operation = HTTPRequestOperation(request: request)
         operation.start()
         operation.waitUntilFinished()
@@ -43,16 +39,27 @@ struct Get: ParsableCommand {
     }
 }
 
-/// A GET request for `url` with `headers` given as "Name: value".
-func makeRequest(url: String, headers: [String], timeout: Double) throws -> URLRequest {
-    guard let parsed = URL(string: url), parsed.scheme != nil else {
-        throw ValidationError("'\(url)' is not an absolute URL")
+/// The request options `get` and `download` share.
+struct RequestOptions: ParsableArguments {
+    @Option(name: .customShort("H"), help: ArgumentHelp("A request header, as 'Name: value'. Repeatable.", valueName: "header"))
+    var headers: [String] = []
+
+    @Option(help: "Idle timeout in seconds.")
+    var timeout: Double = 60
+
+    /// A GET request for `url` with these headers and timeout.
+    ///
+    /// - Throws: `ValidationError` for a URL that is not absolute or a malformed header.
+    func request(for url: String) throws -> URLRequest {
+        guard let parsed = URL(string: url), parsed.scheme != nil else {
+            throw ValidationError("'\(url)' is not an absolute URL")
+        }
+        var request = URLRequest(url: parsed, timeoutInterval: timeout)
+        for header in headers {
+            let parts = header.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2 else { throw ValidationError("'\(header)' is not a 'Name: value' header") }
+            request.addValue(parts[1].trimmingCharacters(in: .whitespaces), forHTTPHeaderField: String(parts[0]))
+        }
+        return request
     }
-    var request = URLRequest(url: parsed, timeoutInterval: timeout)
-    for header in headers {
-        let parts = header.split(separator: ":", maxSplits: 1)
-        guard parts.count == 2 else { throw ValidationError("'\(header)' is not a 'Name: value' header") }
-        request.addValue(parts[1].trimmingCharacters(in: .whitespaces), forHTTPHeaderField: String(parts[0]))
-    }
-    return request
 }
