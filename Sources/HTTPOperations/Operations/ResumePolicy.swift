@@ -1,0 +1,162 @@
+import Foundation
+
+/// What identifies one version of a resource, sent as `If-Range` so that a server answers a
+/// range request with the rest of *the same* bytes, or with the whole new version.
+public enum ResumeValidator: Codable, Sendable, Equatable {
+    /// A strong entity tag, quotes included (`"abc"`). Weak tags (`W/"abc"`) cannot be used
+    /// with `If-Range` (RFC 9110 §13.1.5) and are never stored.
+    case entityTag(String)
+    /// A `Last-Modified` date, as the server sent it.
+    case lastModified(String)
+
+    /// The validator a response offers: its strong ETag, else its Last-Modified.
+    init?(etag: String?, lastModified: String?) {
+        if let etag, etag.hasPrefix("\"") {
+            self = .entityTag(etag)
+        } else if let lastModified {
+            self = .lastModified(lastModified)
+        } else {
+            return nil
+        }
+    }
+
+    /// The value to send as `If-Range`.
+    public var headerValue: String {
+        switch self {
+        case .entityTag(let tag): tag
+        case .lastModified(let date): date
+        }
+    }
+}
+
+/// Why a resumed download was refused rather than spliced.
+public struct ResumeError: Error, Sendable, CustomStringConvertible {
+    /// What was wrong with the server's answer.
+    public enum Reason: Sendable, Equatable {
+        /// A 206 whose range starts elsewhere than the bytes already held.
+        case rangeStartMismatch(expected: Int64, received: Int64)
+        /// A 206 without a `Content-Range`, or one that does not parse.
+        case malformedContentRange(String?)
+        /// The complete length differs from the one known before.
+        case lengthChanged(expected: Int64, received: Int64)
+        /// A 416 whose complete length is not the number of bytes held.
+        case unsatisfiableRange(held: Int64, length: Int64?)
+        /// The server restarted the body (200) and the output stream cannot be rewound.
+        case cannotRestartOutputStream
+    }
+
+    /// What was wrong.
+    public let reason: Reason
+    /// The response that was refused, when there was one.
+    public let response: HTTPURLResponse?
+
+    /// Creates an error for `reason`.
+    public init(_ reason: Reason, response: HTTPURLResponse? = nil) {
+        self.reason = reason
+        self.response = response
+    }
+
+    /// A sentence saying what was refused and why.
+    public var description: String {
+        let what: String
+        switch reason {
+        case .rangeStartMismatch(let expected, let received):
+            what = "the server sent bytes from \(received), but \(expected) bytes are held"
+        case .malformedContentRange(let value):
+            what = "the 206 response has \(value.map { "an unreadable Content-Range '\($0)'" } ?? "no Content-Range")"
+        case .lengthChanged(let expected, let received):
+            what = "the resource is now \(received) bytes long, not \(expected)"
+        case .unsatisfiableRange(let held, let length):
+            what = "the server refused the range (416) for \(length.map(String.init) ?? "an unknown number of") bytes while \(held) are held"
+        case .cannotRestartOutputStream:
+            what = "the server sent the whole resource again and the output stream cannot be rewound"
+        }
+        return "Resume refused: \(what). Nothing was appended; the bytes already held are intact."
+    }
+}
+
+/// A `Content-Range: bytes first-last/complete` value (RFC 9110 §14.4).
+struct ContentRange: Equatable {
+    var first: Int64
+    var last: Int64
+    /// nil when the server sent `*`.
+    var completeLength: Int64?
+
+    /// Parses `bytes first-last/complete`; nil for anything else (including `bytes */n`).
+    init?(_ value: String) {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = trimmed.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let halves = spec.split(separator: "/", maxSplits: 1)
+        guard halves.count == 2 else { return nil }
+        let bounds = halves[0].split(separator: "-", maxSplits: 1)
+        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first <= last else { return nil }
+        let complete: Int64?
+        if halves[1] == "*" {
+            complete = nil
+        } else {
+            guard let length = Int64(halves[1]), length > last else { return nil }
+            complete = length
+        }
+        (self.first, self.last, self.completeLength) = (first, last, complete)
+    }
+
+    /// The complete length of an unsatisfied-range answer, `bytes */n`.
+    static func unsatisfiedLength(_ value: String?) -> Int64? {
+        guard let value else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes */") else { return nil }
+        return Int64(trimmed.dropFirst(8))
+    }
+}
+
+/// Reads a server's answer to a range request. Pure: tested without a network.
+enum ResumePolicy {
+    /// What to do with the answer.
+    enum Decision: Equatable {
+        /// 206 at the right offset: append the body; the complete length when known.
+        case append(completeLength: Int64?)
+        /// 200: the resource changed, or ranges are not supported: drop what is held and take
+        /// the body from byte 0.
+        case restartFromZero
+        /// 416 whose complete length is exactly what is held: the download was complete.
+        case alreadyComplete
+        /// Anything inconsistent: append nothing, keep what is held, fail.
+        case refuse(ResumeError.Reason)
+        /// Not an answer to the range (a redirect, 304, 4xx, 5xx): handled as any response.
+        case notARangeAnswer
+    }
+
+    /// Decides what a response to `Range: bytes=<held>-` means.
+    ///
+    /// - Parameters:
+    ///   - status: The response status code.
+    ///   - contentRange: Its `Content-Range` value.
+    ///   - held: The bytes already held, which the range asked to continue from.
+    ///   - knownLength: The complete length known from an earlier response, if any.
+    static func decide(status: Int, contentRange: String?, held: Int64, knownLength: Int64?) -> Decision {
+        switch status {
+        case 206:
+            guard let value = contentRange, let range = ContentRange(value) else {
+                return .refuse(.malformedContentRange(contentRange))
+            }
+            guard range.first == held else {
+                return .refuse(.rangeStartMismatch(expected: held, received: range.first))
+            }
+            if let known = knownLength, let received = range.completeLength, known != received {
+                return .refuse(.lengthChanged(expected: known, received: received))
+            }
+            return .append(completeLength: range.completeLength ?? knownLength)
+        case 200:
+            return .restartFromZero
+        case 416:
+            let length = ContentRange.unsatisfiedLength(contentRange)
+            if let length, length == held, knownLength.map({ $0 == length }) ?? true {
+                return .alreadyComplete
+            }
+            return .refuse(.unsatisfiableRange(held: held, length: length))
+        default:
+            return .notARangeAnswer
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+@testable import HTTPOperations
+import Testing
+
+extension AllTests {
+    /// How a range answer is read, without sockets.
+    @Suite struct ResumePolicyRules {
+        typealias Decision = ResumePolicy.Decision
+
+        @Test(arguments: [
+            // 206 at the offset appends; the complete length comes from Content-Range.
+            (206, "bytes 100-999/1000", 100, nil, Decision.append(completeLength: 1000)),
+            (206, "bytes 100-999/*", 100, 1000, Decision.append(completeLength: 1000)),
+            (206, "bytes 100-999/*", 100, nil, Decision.append(completeLength: nil)),
+            // 206 at another offset, a malformed or missing range, or a changed length refuse.
+            (206, "bytes 0-999/1000", 100, nil, Decision.refuse(.rangeStartMismatch(expected: 100, received: 0))),
+            (206, "bytes 200-999/1000", 100, 1000, Decision.refuse(.rangeStartMismatch(expected: 100, received: 200))),
+            (206, nil, 100, nil, Decision.refuse(.malformedContentRange(nil))),
+            (206, "bytes 100-99/1000", 100, nil, Decision.refuse(.malformedContentRange("bytes 100-99/1000"))),
+            (206, "bytes 100-999/999", 100, nil, Decision.refuse(.malformedContentRange("bytes 100-999/999"))),
+            (206, "items 100-999/1000", 100, nil, Decision.refuse(.malformedContentRange("items 100-999/1000"))),
+            (206, "bytes 100-1999/2000", 100, 1000, Decision.refuse(.lengthChanged(expected: 1000, received: 2000))),
+            // 200 restarts from zero.
+            (200, nil, 100, 1000, Decision.restartFromZero),
+            // 416 completes only when the complete length is what is held.
+            (416, "bytes */1000", 1000, 1000, Decision.alreadyComplete),
+            (416, "bytes */1000", 1000, nil, Decision.alreadyComplete),
+            (416, "bytes */1000", 900, 1000, Decision.refuse(.unsatisfiableRange(held: 900, length: 1000))),
+            (416, nil, 1000, 1000, Decision.refuse(.unsatisfiableRange(held: 1000, length: nil))),
+            (416, "bytes */1000", 1000, 1200, Decision.refuse(.unsatisfiableRange(held: 1000, length: 1000))),
+            // Anything else is not an answer to the range.
+            (404, nil, 100, nil, Decision.notARangeAnswer),
+            (503, nil, 100, nil, Decision.notARangeAnswer),
+        ] as [(Int, String?, Int64, Int64?, Decision)])
+        func decisions(status: Int, contentRange: String?, held: Int64, knownLength: Int64?, expected: Decision) {
+            #expect(ResumePolicy.decide(status: status, contentRange: contentRange, held: held, knownLength: knownLength) == expected)
+        }
+
+        @Test func validatorsPreferAStrongETag() {
+            #expect(ResumeValidator(etag: "\"v1\"", lastModified: "Sat, 21 Nov 2026 10:00:00 GMT") == .entityTag("\"v1\""))
+            #expect(ResumeValidator(etag: "W/\"v1\"", lastModified: "Sat, 21 Nov 2026 10:00:00 GMT")
+                == .lastModified("Sat, 21 Nov 2026 10:00:00 GMT"))
+            #expect(ResumeValidator(etag: "W/\"v1\"", lastModified: nil) == nil)
+            #expect(ResumeValidator(etag: nil, lastModified: nil) == nil)
+        }
+    }
+}
