@@ -1,13 +1,13 @@
 import CCurl
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Logging
 
 /// The network-thread half of a ``URLConnectionOperation``: it runs the curl transfers of one
-/// operation (one per redirect or authentication round), sends the body where it belongs,
-/// and hands the outcome back to the operation exactly once.
+/// operation (one per redirect, authentication round, resume or retry), sends the body where
+/// it belongs, and hands the outcome back to the operation exactly once.
+///
+/// Resuming — pause, automatic retry after a drop, reading range answers — lives in
+/// `Connection+Resume.swift`.
 ///
 /// Thread-safety: created on the thread that starts the operation from a snapshot of its
 /// configuration; every method after `init` runs on the network thread (through
@@ -17,47 +17,68 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// are final; one larger than this is refused rather than held.
     static let provisionalBodyLimit = 4 << 20
 
-    private let operation: URLConnectionOperation
-    private let logger: Logger
+    let operation: URLConnectionOperation
+    let logger: Logger
     /// Where callbacks run: the completion queue, or, when there are progress callbacks to
     /// keep in order ahead of the outcome, a serial queue targeting it.
-    private let callbackQueue: DispatchQueue
-    private let completionGroup: DispatchGroup?
+    let callbackQueue: DispatchQueue
+    let completionGroup: DispatchGroup?
     private let maximumRedirects: Int
     private let redirectBlock: RedirectResponseBlock?
     private let challengeBlock: AuthenticationChallengeBlock?
     private let outputStream: OutputStream?
-    private let uploadProgress: ProgressReporter?
-    private let downloadProgress: ProgressReporter?
-
-    private var request: URLRequest
-    private var credential: URLCredential?
+    let uploadProgress: ProgressReporter?
+    let downloadProgress: ProgressReporter?
     private let trustedCertificateFile: String?
-    private var transfer: CurlTransfer?
-    private var head: ResponseHead?
-    private var expectedLength: Int64 = -1
-    private var body = Data()
-    /// The body of a response that a redirect or an authentication round may replace.
-    private var provisionalBody: Data?
+    let download: DownloadConfiguration
+
+    var request: URLRequest
+    private var credential: URLCredential?
+    var transfer: CurlTransfer?
+    var sink: ResponseBodySink?
+    var head: ResponseHead?
+    var expectedLength: Int64 = -1
+    /// The body of a response that must not reach the sink: a redirect or challenge that may
+    /// be replaced, or an answer to a range request that is not part of the resource.
+    var bodyAside: Data?
     private var redirectCount = 0
     private var challengeCount = 0
     /// Why we stopped curl ourselves, which beats curl's own word for it.
-    private var abortReason: (any Error)?
-    private var isPaused = false
+    var abortReason: (any Error)?
+    var isPaused = false
     /// A transfer to start once unpaused (a redirect decided while paused).
-    private var pendingTransfer: CurlTransfer?
-    private var isFinished = false
+    var pendingTransfer: CurlTransfer?
+    var isFinished = false
+
+    // Resume state, maintained by Connection+Resume.swift.
+    /// The offset a `Range` was sent for in the current transfer; nil for a plain request.
+    var rangeSentFrom: Int64?
+    /// The validator of the resource whose bytes are held.
+    var validator: ResumeValidator?
+    /// Its complete length, when known.
+    var knownLength: Int64?
+    /// The transfer was taken off the multi handle (paused, or waiting to retry).
+    var interrupted = false
+    var retries = 0
+    var metrics = DownloadMetrics()
+    /// A 416 said the bytes held are the whole resource.
+    var completeWithoutBody = false
+    /// Serial queue for writing and removing the sidecar resume data, in order.
+    let sidecarQueue = DispatchQueue(label: "HTTPOperations.sidecar", qos: .utility)
 
     init(operation: URLConnectionOperation, configuration: URLConnectionOperation.State) {
         self.operation = operation
         self.logger = configuration.logger
-                self.completionGroup = configuration.completionGroup
+        self.completionGroup = configuration.completionGroup
         self.maximumRedirects = configuration.maximumRedirects
         self.redirectBlock = configuration.redirectBlock
         self.challengeBlock = configuration.challengeBlock
         self.outputStream = configuration.outputStream.value
         self.credential = configuration.credential
         self.trustedCertificateFile = configuration.trustedCertificateFile
+        self.download = configuration.download
+        self.validator = configuration.download.validator
+        self.knownLength = configuration.download.knownLength
         self.request = configuration.currentRequest
         let hasProgress = configuration.uploadProgress != nil || configuration.downloadProgress != nil
         let queue = hasProgress
@@ -72,7 +93,17 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     func begin() {
         guard !isFinished else { return }
-        outputStream?.open()
+        do {
+            let continuing = download.continuing || download.validator != nil
+            sink = try ResponseBodySink(destination: download.destination, stream: outputStream, continuing: continuing)
+        } catch {
+            return finish(response: nil, error: error)
+        }
+        if let held = sink?.heldBytes, held > 0 {
+            metrics.resumes += 1
+            metrics.firstResumeOffset = held
+            downloadProgress?.reset(total: held, expected: knownLength ?? -1)
+        }
         send(request)
     }
 
@@ -82,24 +113,14 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         finish(response: nil, error: operation.cancellationError())
     }
 
-    func setPaused(_ paused: Bool) {
-        guard !isFinished, paused != isPaused else { return }
-        isPaused = paused
-        if let transfer {
-            NetworkThread.shared.multi.setPaused(transfer, paused)
-        } else if !paused, let pending = pendingTransfer {
-            pendingTransfer = nil
-            start(pending)
-        }
-    }
-
     // MARK: - Transfers
 
-    private func send(_ next: URLRequest) {
+    func send(_ next: URLRequest) {
         request = next
         head = nil
-        provisionalBody = nil
+        bodyAside = nil
         abortReason = nil
+        completeWithoutBody = false
         operation.state.withLock { $0.currentRequest = next }
         if let stream = next.httpBodyStream, stream.streamStatus != .notOpen {
             // A stream cannot be read twice; a 307/308 that keeps the body needs a new one.
@@ -113,6 +134,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             let sameOrigin = next.url.flatMap { url in operation.request.url.map { RedirectPolicy.isSameOrigin($0, url) } } ?? false
             var transferRequest = try TransferRequest(next, credential: sameOrigin ? credential : nil)
             transferRequest.trustedCertificateFile = trustedCertificateFile
+            addRangeHeaders(to: &transferRequest)
             let transfer = CurlTransfer(request: transferRequest, delegate: self)
             if isPaused {
                 pendingTransfer = transfer
@@ -129,7 +151,15 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         NetworkThread.shared.multi.add(transfer)
     }
 
-    private func stopTransfer() {
+    /// Starts the transfer that waited for the pause to end, if any; true when there was one.
+    func startPendingTransfer() -> Bool {
+        guard let pending = pendingTransfer else { return false }
+        pendingTransfer = nil
+        start(pending)
+        return true
+    }
+
+    func stopTransfer() {
         if let transfer {
             NetworkThread.shared.multi.remove(transfer)
             self.transfer = nil
@@ -139,36 +169,44 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     // MARK: - CurlTransferDelegate
 
-    func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead) {
+    func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead) -> Bool {
         self.head = head
-        if mayBeReplaced(head) {
-            provisionalBody = Data()
-            return
+        if rangeSentFrom != nil, !readRangeAnswer(head) {
+            return false
         }
-        provisionalBody = nil
+        guard bodyAside == nil else { return true }
+        if mayBeReplaced(head) {
+            bodyAside = Data()
+            return true
+        }
+        if rangeSentFrom == nil {
+            // A whole response: it names the version and length of what we now hold.
+            adoptIdentity(of: head)
+            let encoded = head.value(of: "Content-Encoding").map { $0.lowercased() != "identity" } ?? false
+            expectedLength = encoded ? -1 : (head.value(of: "Content-Length").flatMap(Int64.init) ?? -1)
+            sink?.reserve(expectedLength)
+        }
         // The HTTPURLResponse is built later, when someone asks, off this thread.
         operation.setResponseHead(head, url: request.url!)
-        let encoded = head.value(of: "Content-Encoding").map { $0.lowercased() != "identity" } ?? false
-        expectedLength = encoded ? -1 : (head.value(of: "Content-Length").flatMap(Int64.init) ?? -1)
-        if outputStream == nil, expectedLength > 0 {
-            // One allocation instead of repeated grow-and-copy. Pages reserved but never
-            // written are not resident, so a server that announces more than it sends costs
-            // address space, not memory; the cap bounds even that.
-            body.reserveCapacity(Int(min(expectedLength, 1 << 30)))
-        }
+        return true
     }
 
     func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> Bool {
-        if provisionalBody != nil {
-            guard provisionalBody!.count + bytes.count <= Self.provisionalBodyLimit else {
+        if bodyAside != nil {
+            guard bodyAside!.count + bytes.count <= Self.provisionalBodyLimit else {
                 abortReason = URLError(.dataLengthExceedsMaximum, url: request.url,
-                                       description: "A redirect or challenge response body exceeded \(Self.provisionalBodyLimit) bytes.")
+                                       description: "A redirect, challenge or error body exceeded \(Self.provisionalBodyLimit) bytes.")
                 return false
             }
-            provisionalBody!.append(contentsOf: bytes)
+            bodyAside!.append(contentsOf: bytes)
             return true
         }
-        guard write(bytes) else { return false }
+        do {
+            try sink?.write(bytes)
+        } catch {
+            abortReason = error
+            return false
+        }
         downloadProgress?.record(Int64(bytes.count), expected: expectedLength)
         return true
     }
@@ -184,7 +222,12 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             return finish(response: nil, error: abortReason)
         }
         if let error {
-            return finish(response: nil, error: URLError(error, url: request.url))
+            let failure = URLError(error, url: request.url)
+            if scheduleRetry(after: failure) { return }
+            return finish(response: nil, error: failure)
+        }
+        if completeWithoutBody {
+            return finish(response: completedResponse(), error: nil)
         }
         guard let head, let url = request.url else {
             // Not HTTP (file: and friends): no head, just bytes.
@@ -192,38 +235,18 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                        expectedContentLength: Int(transfer.expectedContentLength ?? -1), textEncodingName: nil)
             return finish(response: response, error: nil)
         }
-        if provisionalBody != nil {
+        if bodyAside != nil {
             let response = head.httpURLResponse(for: url)
-            if RedirectPolicy.redirectStatusCodes.contains(head.statusCode), let location = transfer.redirectURL {
+            if RedirectPolicy.redirectStatusCodes.contains(head.statusCode), let location = transfer.redirectURL,
+               mayBeReplaced(head) {
                 return redirect(response, to: location)
             }
-            if head.statusCode == 401 || head.statusCode == 407 {
+            if head.statusCode == 401 || head.statusCode == 407, mayBeReplaced(head) {
                 return challenge(response, credentialWasSent: transfer.request.credential != nil)
             }
-            return keepProvisional(response)
+            return keepBodyAside(response)
         }
         finish(response: nil, error: nil)
-    }
-
-    // MARK: - Body
-
-    private func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard let outputStream else {
-            body.append(contentsOf: bytes)
-            return true
-        }
-        var offset = 0
-        while offset < bytes.count {
-            let written = outputStream.write(bytes.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self),
-                                             maxLength: bytes.count - offset)
-            guard written > 0 else {
-                let reason = outputStream.streamError.map { "\($0)" } ?? "the stream accepted no bytes"
-                abortReason = URLError(.cannotWriteToFile, url: request.url, description: "Writing the response body failed: \(reason).")
-                return false
-            }
-            offset += written
-        }
-        return true
     }
 
     // MARK: - Redirects and challenges
@@ -258,7 +281,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             let decision = redirectBlock(operation, proposed, response)
             NetworkThread.shared.perform {
                 guard !self.isFinished else { return }
-                if let decision { self.send(decision) } else { self.keepProvisional(response) }
+                if let decision { self.send(decision) } else { self.keepBodyAside(response) }
             }
         }
     }
@@ -276,35 +299,51 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                     self.credential = answer
                     self.send(self.request)
                 } else {
-                    self.keepProvisional(response)
+                    self.keepBodyAside(response)
                 }
             }
         }
     }
 
-    /// A redirect or challenge was refused: its response, and its body, are the result.
-    private func keepProvisional(_ response: HTTPURLResponse) {
-        let held = provisionalBody ?? Data()
-        provisionalBody = nil
+    /// The response whose body was held aside is the result: a refused redirect or challenge
+    /// (its body becomes the body), or an error answer to a range request (its body is
+    /// reported, but never mixed into the bytes held).
+    private func keepBodyAside(_ response: HTTPURLResponse) {
+        let held = bodyAside ?? Data()
+        bodyAside = nil
         operation.state.withLock { $0.response = response }
-        _ = held.withUnsafeBytes { write($0) }
-        finish(response: response, error: abortReason)
+        if rangeSentFrom == nil, sink?.heldBytes == 0 {
+            do {
+                try held.withUnsafeBytes { try sink?.write($0) }
+            } catch {
+                return finish(response: response, error: error)
+            }
+            finish(response: response, error: abortReason)
+        } else {
+            finish(response: response, error: abortReason, separateBody: held)
+        }
     }
 
     // MARK: - The end
 
-    private func finish(response: URLResponse?, error: (any Error)?) {
+    /// Hands the outcome to the operation, once.
+    ///
+    /// - Parameter separateBody: A body to report that is not part of the bytes held.
+    func finish(response: URLResponse?, error: (any Error)?, separateBody: Data? = nil) {
         guard !isFinished else { return }
         isFinished = true
         stopTransfer()
-        outputStream?.close()
+        sink?.close()
         if let error {
             logger.debug("transfer failed", metadata: ["error": "\(error)"])
         }
+        publishResumeData(saving: error != nil)
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
-        let data = outputStream == nil ? body : nil
+        let inMemory = sink.map { $0.destination == nil && $0.canRestart } ?? true
+        let data = separateBody ?? (inMemory ? sink?.memory ?? Data() : nil)
         operation.conclude(response: response, data: data, error: error, on: callbackQueue,
-                           progress: [uploadProgress, downloadProgress].compactMap { $0 })
+                           progress: [uploadProgress, downloadProgress].compactMap { $0 },
+                           completion: completionCheck(succeeded: error == nil))
     }
 }
 

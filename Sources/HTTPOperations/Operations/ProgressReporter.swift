@@ -49,11 +49,12 @@ final class ProgressReporter: Sendable {
         }
     }
 
-    /// Starts again from zero, as when a transfer restarts from the first byte.
-    func reset(expected: Int64) {
+    /// Sets the total so far: the bytes held when a download resumes, or 0 when a server
+    /// makes it start again. Progress then restarts honestly from there.
+    func reset(total: Int64, expected: Int64) {
         state.withLock { state in
             state.unreported = 0
-            state.total = 0
+            state.total = total
             state.expected = expected
         }
     }

@@ -43,6 +43,8 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
         case unsatisfiableRange(held: Int64, length: Int64?)
         /// The server restarted the body (200) and the output stream cannot be rewound.
         case cannotRestartOutputStream
+        /// A 206 for another version of the resource than the one whose bytes are held.
+        case validatorChanged(expected: String, received: String)
     }
 
     /// What was wrong.
@@ -70,6 +72,8 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
             what = "the server refused the range (416) for \(length.map(String.init) ?? "an unknown number of") bytes while \(held) are held"
         case .cannotRestartOutputStream:
             what = "the server sent the whole resource again and the output stream cannot be rewound"
+        case .validatorChanged(let expected, let received):
+            what = "the server sent part of version \(received), but the bytes held are of version \(expected)"
         }
         return "Resume refused: \(what). Nothing was appended; the bytes already held are intact."
     }

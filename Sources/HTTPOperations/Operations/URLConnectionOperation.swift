@@ -68,6 +68,10 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var redirectBlock: RedirectResponseBlock?
         var challengeBlock: AuthenticationChallengeBlock?
         var trustedCertificateFile: String?
+        /// Downloads: where the body goes, how it continues, and what it must add up to.
+        var download = DownloadConfiguration()
+        var downloadMetrics = DownloadMetrics()
+        var resumeData: ResumeData?
         var logger = Logger(label: "HTTPOperations", factory: { _ in SwiftLogNoOpLogHandler() })
         /// The network-side half of the operation, while it is executing or paused.
         var connection: Connection?
@@ -133,6 +137,50 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
             state.withLock { $0.outputStream = handover }
         }
     }
+
+    /// The file the response body is written to, resumably; created if missing. Takes
+    /// precedence over ``outputStream``. A paused or interrupted download to a file continues
+    /// from the bytes on disk, and its ``resumeData`` is also saved beside it (see
+    /// ``ResumeData/sidecarURL(for:)``) so another process can continue it.
+    public var destinationURL: URL? {
+        get { state.withLock { $0.download.destination } }
+        set { state.withLock { $0.download.destination = newValue } }
+    }
+
+    /// Continue the bytes already in ``destinationURL`` instead of starting it afresh, with
+    /// `Range` only, as `curl -C -` does. With no validator the server cannot tell whether the
+    /// resource changed, so prefer ``HTTPRequestOperation/init(resumeData:)`` when you have it.
+    public var resumesExistingFile: Bool {
+        get { state.withLock { $0.download.continuing } }
+        set { state.withLock { $0.download.continuing = newValue } }
+    }
+
+    /// How a download resumes itself after its connection drops. Default: three retries.
+    public var retryPolicy: RetryPolicy {
+        get { state.withLock { $0.download.retryPolicy } }
+        set { state.withLock { $0.download.retryPolicy = newValue } }
+    }
+
+    /// The SHA-256 the complete body must have, as hex; a mismatch fails the operation with
+    /// ``IntegrityError`` and the download is not reported as complete.
+    public var expectedSHA256: String? {
+        get { state.withLock { $0.download.expectedSHA256 } }
+        set { state.withLock { $0.download.expectedSHA256 = newValue?.lowercased() } }
+    }
+
+    /// The length the complete body must have; a mismatch fails the operation with
+    /// ``IntegrityError``.
+    public var expectedContentLength: Int64? {
+        get { state.withLock { $0.download.expectedLength } }
+        set { state.withLock { $0.download.expectedLength = newValue } }
+    }
+
+    /// How the download got its bytes: resumes, restarts, bytes fetched again.
+    public var downloadMetrics: DownloadMetrics { state.withLock { $0.downloadMetrics } }
+
+    /// What a new operation needs to continue this download, once it is paused or has failed
+    /// with bytes held in ``destinationURL``; nil otherwise (bodies in memory die with it).
+    public var resumeData: ResumeData? { state.withLock { $0.resumeData } }
 
     /// The queue that callbacks run on. nil (the default) means a global concurrent queue: a
     /// server has no main queue that anybody drains.
@@ -292,8 +340,11 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     ///   - callbackQueue: The queue the operation's other callbacks went through (serial when
     ///     there were progress callbacks), so the outcome comes after all of them; nil means
     ///     the completion queue.
+    ///   - completion: A last check of a successful transfer (integrity), run on the callback
+    ///     queue before processResponse(); an error it returns fails the operation.
     func conclude(response: URLResponse?, data: Data?, error: (any Error)?,
-                  on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = []) {
+                  on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
+                  completion: (@Sendable (Data?) -> (any Error)?)? = nil) {
         let (completionQueue, group, logger) = state.withLock { state in
             state.outcomeDecided = true
             state.connection = nil
@@ -310,6 +361,9 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         let queue = callbackQueue ?? completionQueue ?? .global()
         queue.async(group: group) {
             for reporter in progress { reporter.deliverPending() }
+            if let failure = completion?(data) {
+                self.state.withLock { $0.error = failure }
+            }
             self.processResponse()
             self.transition(to: .finished)
             logger.debug("operation finished", metadata: ["error": "\(self.error.map { "\($0)" } ?? "none")"])

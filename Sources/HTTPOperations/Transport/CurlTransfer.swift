@@ -7,8 +7,9 @@ import FoundationNetworking
 /// Hears one transfer's events. Every call comes on the network thread, from inside curl's
 /// callbacks, so implementations must return quickly and must not block.
 protocol CurlTransferDelegate: AnyObject {
-    /// A final response head arrived (interim 1xx heads are not reported).
-    func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead)
+    /// A final response head arrived (interim 1xx heads are not reported). Return `false` to
+    /// abort the transfer before any of its body is delivered.
+    func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead) -> Bool
     /// Body bytes arrived, already decoded from any content encoding. Return `false` to abort
     /// the transfer; it then completes with `CURLE_WRITE_ERROR`.
     func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> Bool
@@ -185,8 +186,9 @@ final class CurlTransfer {
     // MARK: - Callbacks from curl
 
     private func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
-        if let head = headParser.consume(line: line), !head.isInterim {
-            delegate?.transfer(self, didReceive: head)
+        if let head = headParser.consume(line: line), !head.isInterim, let delegate {
+            // Any other count than the line's aborts the transfer (CURLE_WRITE_ERROR).
+            return delegate.transfer(self, didReceive: head) ? line.count : 0
         }
         return line.count
     }

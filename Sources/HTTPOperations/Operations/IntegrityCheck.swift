@@ -1,0 +1,64 @@
+import Crypto
+import Foundation
+
+/// A download that arrived whole but is not what was expected.
+public struct IntegrityError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What did not match.
+    public enum Reason: Sendable, Equatable {
+        /// The body's length.
+        case lengthMismatch(expected: Int64, actual: Int64)
+        /// The body's SHA-256, as lowercase hex.
+        case checksumMismatch(expected: String, actual: String)
+    }
+
+    /// What did not match.
+    public let reason: Reason
+
+    public var description: String {
+        switch reason {
+        case .lengthMismatch(let expected, let actual):
+            "The download is \(actual) bytes long, not the expected \(expected); it is not complete."
+        case .checksumMismatch(let expected, let actual):
+            "The download's SHA-256 is \(actual), not the expected \(expected); it is not complete."
+        }
+    }
+}
+
+/// Checks a finished download against an expected length and SHA-256. Runs on the completion
+/// queue: it may read a whole file.
+struct IntegrityCheck: Sendable {
+    var expectedSHA256: String?
+    var expectedLength: Int64?
+    /// The file the body went to; nil when it is in memory.
+    var file: URL?
+
+    /// The first mismatch, or nil when everything expected matches.
+    func verify(memory: Data?) -> IntegrityError? {
+        guard expectedSHA256 != nil || expectedLength != nil else { return nil }
+        var hasher = SHA256()
+        var length: Int64 = 0
+        if let file {
+            guard let handle = try? FileHandle(forReadingFrom: file) else {
+                return IntegrityError(reason: .lengthMismatch(expected: expectedLength ?? -1, actual: 0))
+            }
+            defer { try? handle.close() }
+            while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+                hasher.update(data: chunk)
+                length += Int64(chunk.count)
+            }
+        } else if let memory {
+            hasher.update(data: memory)
+            length = Int64(memory.count)
+        }
+        if let expectedLength, expectedLength != length {
+            return IntegrityError(reason: .lengthMismatch(expected: expectedLength, actual: length))
+        }
+        if let expected = expectedSHA256 {
+            let actual = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            if actual != expected {
+                return IntegrityError(reason: .checksumMismatch(expected: expected, actual: actual))
+            }
+        }
+        return nil
+    }
+}

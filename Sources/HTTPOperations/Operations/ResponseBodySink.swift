@@ -1,0 +1,128 @@
+import Foundation
+
+/// Where one operation's response body goes, and how much of it is held. Network thread only.
+///
+/// Three kinds: memory (the default), a destination file the operation owns, and an output
+/// stream the caller owns. Memory and files can be truncated when a server answers a resume
+/// with the whole resource again; a caller's stream cannot, so such a resume fails instead of
+/// splicing.
+final class ResponseBodySink {
+    private enum Storage {
+        case memory
+        case file(FileHandle, URL)
+        case stream(OutputStream)
+    }
+
+    private var storage: Storage
+    /// The body, when it goes to memory.
+    private(set) var memory = Data()
+    /// Bytes held: in memory, on disk, or written to the stream.
+    private(set) var heldBytes: Int64 = 0
+
+    /// A sink for memory (`destination` and `stream` nil), a destination file, or a stream.
+    ///
+    /// - Parameters:
+    ///   - destination: A file to write; created if missing.
+    ///   - continuing: Keep what the file holds and append (a resume); else empty it.
+    /// - Throws: `URLError(.cannotCreateFile)` or `.cannotOpenFile` when the file cannot be opened.
+    init(destination: URL?, stream: OutputStream?, continuing: Bool) throws {
+        if let destination {
+            let path = destination.path
+            if !FileManager.default.fileExists(atPath: path) {
+                guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                    throw URLError(.cannotCreateFile, url: destination, description: "Cannot create \(path).")
+                }
+            }
+            guard let handle = FileHandle(forUpdatingAtPath: path) else {
+                throw URLError(.cannotOpenFile, url: destination, description: "Cannot open \(path) for writing.")
+            }
+            if continuing {
+                // What is really on disk is what we hold, whatever a saved offset says.
+                heldBytes = Int64((try? handle.seekToEnd()) ?? 0)
+            } else {
+                try? handle.truncate(atOffset: 0)
+            }
+            storage = .file(handle, destination)
+        } else if let stream {
+            stream.open()
+            storage = .stream(stream)
+        } else {
+            storage = .memory
+        }
+    }
+
+    /// The destination file, when there is one.
+    var destination: URL? {
+        if case .file(_, let url) = storage { return url }
+        return nil
+    }
+
+    /// Whether `truncate()` can start the body again from byte 0.
+    var canRestart: Bool {
+        if case .stream = storage { return false }
+        return true
+    }
+
+    /// Reserves room for `length` more bytes in memory; pages never written are not resident.
+    func reserve(_ length: Int64) {
+        if case .memory = storage, length > 0 {
+            memory.reserveCapacity(memory.count + Int(min(length, 1 << 30)))
+        }
+    }
+
+    /// Appends `bytes`.
+    ///
+    /// - Throws: `URLError(.cannotWriteToFile)` with the reason.
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        switch storage {
+        case .memory:
+            memory.append(contentsOf: bytes)
+        case .file(let handle, let url):
+            do {
+                try handle.write(contentsOf: bytes)
+            } catch {
+                throw URLError(.cannotWriteToFile, url: url, description: "Writing \(url.path) failed: \(error).")
+            }
+        case .stream(let stream):
+            var offset = 0
+            while offset < bytes.count {
+                let written = stream.write(bytes.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self),
+                                           maxLength: bytes.count - offset)
+                guard written > 0 else {
+                    let reason = stream.streamError.map { "\($0)" } ?? "the stream accepted no bytes"
+                    throw URLError(.cannotWriteToFile, url: nil, description: "Writing the response body failed: \(reason).")
+                }
+                offset += written
+            }
+        }
+        heldBytes += Int64(bytes.count)
+    }
+
+    /// Drops everything held, to take the body again from byte 0.
+    ///
+    /// - Throws: ``ResumeError`` when the sink is a caller's stream.
+    func truncate() throws {
+        switch storage {
+        case .memory:
+            memory.removeAll(keepingCapacity: true)
+        case .file(let handle, let url):
+            do {
+                try handle.truncate(atOffset: 0)
+            } catch {
+                throw URLError(.cannotWriteToFile, url: url, description: "Truncating \(url.path) failed: \(error).")
+            }
+        case .stream:
+            throw ResumeError(.cannotRestartOutputStream)
+        }
+        heldBytes = 0
+    }
+
+    /// Closes the file or stream. Memory stays readable.
+    func close() {
+        switch storage {
+        case .memory: break
+        case .file(let handle, _): try? handle.close()
+        case .stream(let stream): stream.close()
+        }
+    }
+}
