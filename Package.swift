@@ -51,7 +51,11 @@ let package = Package(
         ),
         .testTarget(
             name: "HTTPOperationsTests",
-            dependencies: ["HTTPOperations", "HTTPTestServer"]
+            dependencies: [
+                "HTTPOperations",
+                "HTTPTestServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

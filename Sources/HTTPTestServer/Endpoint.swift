@@ -25,6 +25,9 @@ public enum Endpoint: Sendable, Equatable {
     case drop(total: Int, after: Int)
     /// A text body in the given charset, declared in `Content-Type`.
     case text(String, charset: String)
+    /// `size` bytes that honour `Range` and `If-Range`, with the validators and faults of
+    /// `options`. Version n of the resource is ``ResumableOptions/content(version:offset:count:)``.
+    case resumable(size: Int, options: ResumableOptions)
 
     /// The path and query that select this endpoint.
     var path: String {
@@ -40,6 +43,8 @@ public enum Endpoint: Sendable, Equatable {
         case .basicAuth(let user, let password): "/basic-auth/\(user)/\(password)"
         case .gzip(let count): "/gzip/\(count)"
         case .drop(let total, let after): "/drop/\(total)/\(after)"
+        case .resumable(let size, let options):
+            "/resumable/\(size)?\(options.query)"
         case .text(let text, let charset):
             "/text?charset=\(charset)&text=\(text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text)"
         }

@@ -20,7 +20,13 @@ final class RequestRouter: ChannelInboundHandler {
     private var head: HTTPRequestHead?
     private var body = Data()
     private var bodyLength = 0
-    private var streamer: PatternStreamer?
+    var streamer: PatternStreamer?
+    /// Shared by every connection of one server.
+    let counters: ResourceCounters
+
+    init(counters: ResourceCounters) {
+        self.counters = counters
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -78,6 +84,8 @@ final class RequestRouter: ChannelInboundHandler {
             basicAuth(context, head, user: parts[1], password: parts[2])
         case ("drop", let total?) where parts.count == 3:
             drop(context, head, total: total, after: Int(parts[2]) ?? 0)
+        case ("resumable", let size?):
+            resumable(context, head, size: size, query: query)
         case ("text", _):
             let charset = query["charset"] ?? "utf-8"
             let encoding: String.Encoding = charset.lowercased() == "iso-8859-1" ? .isoLatin1 : .utf8
@@ -159,7 +167,7 @@ final class RequestRouter: ChannelInboundHandler {
         if compress { headers.add(name: Self.compressMarker, value: "1") }
         writeHead(context, head, status: 200, headers: headers)
         guard head.method != .HEAD else { return finish(context, head) }
-        streamer = PatternStreamer(request: head, remaining: count, closeAfter: false)
+        streamer = PatternStreamer(request: head, remaining: count)
         pumpStreamer(context: context)
     }
 
@@ -168,72 +176,35 @@ final class RequestRouter: ChannelInboundHandler {
     private func drop(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, total: Int, after: Int) {
         let headers = HTTPHeaders([("Content-Type", "application/octet-stream"), ("Content-Length", "\(total)")])
         writeHead(context, head, status: 200, headers: headers)
-        streamer = PatternStreamer(request: head, remaining: min(after, total), closeAfter: true)
+        streamer = PatternStreamer(request: head, remaining: min(after, total), closeAfter: .close)
         pumpStreamer(context: context)
     }
 
-    /// Writes what the channel takes now; the streamer stays only while bytes remain, and
-    /// runs again when its last write has gone to the kernel.
-    fileprivate func pumpStreamer(context: ChannelHandlerContext) {
+    /// Writes what the channel takes now; the streamer stays while bytes remain, and runs
+    /// again when its last write reached the socket, or after its drip delay.
+    func pumpStreamer(context: ChannelHandlerContext) {
         guard var current = streamer else { return }
         streamer = nil
-        guard let lastWrite = current.pump(context: context, router: self) else { return }
-        streamer = current
+        let next = current.pump(context: context, router: self)
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        lastWrite.whenSuccess {
-            // Through execute: a write that already completed would otherwise recurse.
-            loopBound.value.1.eventLoop.execute {
+        switch next {
+        case .done:
+            return
+        case .afterWrite(let lastWrite):
+            streamer = current
+            lastWrite.whenSuccess {
+                // Through execute: a write that already completed would otherwise recurse.
+                loopBound.value.1.eventLoop.execute {
+                    let (router, context) = loopBound.value
+                    router.pumpStreamer(context: context)
+                }
+            }
+        case .after(let delay):
+            streamer = current
+            context.eventLoop.scheduleTask(in: delay) {
                 let (router, context) = loopBound.value
                 router.pumpStreamer(context: context)
             }
         }
-    }
-}
-
-/// Writes pattern bytes while the channel is writable, and resumes when the last of them was
-/// written to the socket, so a body of any size holds a few chunks in memory at most.
-/// (Write completions, not `channelWritabilityChanged`: NIO's HTTP server pipeline does not
-/// pass that event on to handlers behind it.)
-struct PatternStreamer {
-    private static let chunkSize = 64 << 10
-
-    let request: HTTPRequestHead
-    var offset = 0
-    var remaining: Int
-    /// Close the connection after the bytes instead of ending the response.
-    let closeAfter: Bool
-
-    init(request: HTTPRequestHead, remaining: Int, closeAfter: Bool) {
-        self.request = request
-        self.remaining = remaining
-        self.closeAfter = closeAfter
-    }
-
-    /// Writes while the channel is writable. Returns the future of the last write when bytes
-    /// remain (resume when it completes), or nil once the response ended or the connection closed.
-    mutating func pump(context: ChannelHandlerContext, router: RequestRouter) -> EventLoopFuture<Void>? {
-        var lastWrite: EventLoopFuture<Void>?
-        while remaining > 0, context.channel.isWritable {
-            let size = min(Self.chunkSize, remaining)
-            var buffer = context.channel.allocator.buffer(capacity: size)
-            let start = offset
-            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { pointer in
-                for index in 0..<size {
-                    pointer[index] = TestServer.pattern(offset: start + index)
-                }
-                return size
-            }
-            offset += size
-            remaining -= size
-            lastWrite = context.write(router.wrapOutboundOut(.body(.byteBuffer(buffer))))
-        }
-        context.flush()
-        guard remaining == 0 else { return lastWrite ?? context.eventLoop.makeSucceededVoidFuture() }
-        if closeAfter {
-            context.close(promise: nil)
-        } else {
-            router.finish(context, request)
-        }
-        return nil
     }
 }

@@ -33,6 +33,7 @@ public final class TestServer: Sendable {
     /// - Throws: Whatever binding the socket throws.
     public static func start() throws -> TestServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let counters = ResourceCounters()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -47,7 +48,7 @@ public final class TestServer: Sendable {
                         head.headers.remove(name: RequestRouter.compressMarker)
                         return .compressIfPossible
                     }))
-                    try sync.addHandler(RequestRouter())
+                    try sync.addHandler(RequestRouter(counters: counters))
                 }
             }
         do {

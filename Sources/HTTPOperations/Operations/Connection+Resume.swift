@@ -8,7 +8,11 @@ extension Connection {
 
     /// Pauses by taking the transfer off the multi handle (the bytes held stay where they
     /// are), or resumes by asking for the rest.
-    func setPaused(_ paused: Bool) {
+    ///
+    /// - Parameter paused: Pause (true) or resume (false).
+    /// - Parameter whenPaused: Runs on the callback queue once a pause has taken effect and
+    ///   its resume data is saved.
+    func setPaused(_ paused: Bool, whenPaused: (@Sendable () -> Void)? = nil) {
         guard !isFinished, paused != isPaused else { return }
         isPaused = paused
         if paused {
@@ -18,6 +22,10 @@ extension Connection {
                 interrupted = true
             }
             publishResumeData(saving: true)
+            if let whenPaused {
+                let callbackQueue = self.callbackQueue
+                sidecarQueue.async { callbackQueue.async(execute: whenPaused) }
+            }
         } else if !startPendingTransfer(), interrupted {
             interrupted = false
             continueDownload(automatic: false)
@@ -165,14 +173,20 @@ extension Connection {
         }
     }
 
-    /// What to check, on the completion queue, before a successful download is reported:
-    /// the expected length and SHA-256, then the removal of the saved resume data.
+    /// What to do on the completion queue before the outcome is reported. A failure waits
+    /// for its resume data to be on disk (a caller may exit as soon as it hears). A success
+    /// checks the expected length and SHA-256, then removes the saved resume data.
     func completionCheck(succeeded: Bool) -> (@Sendable (Data?) -> (any Error)?)? {
-        guard succeeded else { return nil }
+        let sidecarQueue = self.sidecarQueue
+        guard succeeded else {
+            return { _ in
+                sidecarQueue.sync {}
+                return nil
+            }
+        }
         let check = IntegrityCheck(expectedSHA256: download.expectedSHA256, expectedLength: download.expectedLength,
                                    file: sink?.destination)
         let sidecar = sink?.destination.map(ResumeData.sidecarURL(for:))
-        let sidecarQueue = self.sidecarQueue
         return { data in
             let failure = check.verify(memory: data)
             // Complete, or corrupt beyond what resuming could mend: either way the saved

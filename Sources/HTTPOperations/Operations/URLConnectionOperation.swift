@@ -306,17 +306,23 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         }
     }
 
-    /// Pauses the transfer: curl stops reading, the bytes received so far are kept, and the
-    /// operation is neither executing nor finished until ``resume()``. Does nothing unless
-    /// the operation is executing.
-    public func pause() {
+    /// Pauses the transfer: it is taken off the network (its connection closes), the bytes
+    /// received so far are kept, and the operation is neither executing nor finished until
+    /// ``resume()``. For a download to ``destinationURL`` the ``resumeData`` is also saved
+    /// beside the file. Does nothing unless the operation is executing.
+    ///
+    /// - Parameter completion: Runs on the completion queue once the pause has taken effect and
+    ///   the resume data is saved, for example before a process exits.
+    public func pause(completion: (@Sendable () -> Void)? = nil) {
         guard transition(from: .executing, to: .paused) else { return }
         if let connection = state.withLock({ $0.connection }) {
-            NetworkThread.shared.perform { connection.setPaused(true) }
+            NetworkThread.shared.perform { connection.setPaused(true, whenPaused: completion) }
         }
     }
 
-    /// Resumes a paused transfer where it stopped. Does nothing unless the operation is paused.
+    /// Resumes a paused transfer: the request is sent again with `Range` for the bytes after
+    /// those held and `If-Range` naming their version, and the answer decides (see
+    /// Docs/ResumableDownloads.md). Does nothing unless the operation is paused.
     public func resume() {
         guard transition(from: .paused, to: .executing) else { return }
         if let connection = state.withLock({ $0.connection }) {

@@ -1,0 +1,76 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// Counts requests per resumable resource across connections, for the faults that depend on
+/// how many came before (a new version per request, drops on the first responses only).
+final class ResourceCounters: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    /// Counts one more request for `key`; returns how many came before it.
+    func next(_ key: String) -> Int {
+        counts.withLock { counts in
+            defer { counts[key, default: 0] += 1 }
+            return counts[key, default: 0]
+        }
+    }
+}
+
+extension RequestRouter {
+    /// Answers `/resumable/<size>?...` (see ``ResumableOptions``).
+    func resumable(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, size: Int, query: [String: String]) {
+        let key = query["key"] ?? "default"
+        let previous = counters.next(key)
+        let version = query["change"] == "1" ? previous : 0
+        let etag: String? = switch query["etag"] {
+        case "weak": #"W/"v\#(version)-\#(size)""#
+        case "none": nil
+        default: #""v\#(version)-\#(size)""#
+        }
+        let lastModified = query["lm"] == "1" ? "Sat, 21 Nov 2026 10:00:\(String(format: "%02d", version % 60)) GMT" : nil
+
+        var headers = HTTPHeaders([("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")])
+        if let etag { headers.add(name: "ETag", value: etag) }
+        if let lastModified { headers.add(name: "Last-Modified", value: lastModified) }
+
+        var start = 0
+        var status = 200
+        if query["ignoreRange"] != "1", let range = head.headers.first(name: "Range"), let from = Self.rangeStart(range) {
+            // If-Range: the range holds only for the version the client names (RFC 9110 §13.1.5).
+            let ifRange = head.headers.first(name: "If-Range")
+            let validatorMatches = ifRange == nil || ifRange == etag || (ifRange == lastModified && lastModified != nil)
+            if validatorMatches {
+                if from >= size {
+                    headers.add(name: "Content-Range", value: "bytes */\(size)")
+                    headers.add(name: "Content-Length", value: "0")
+                    writeHead(context, head, status: 416, headers: headers)
+                    return finish(context, head)
+                }
+                start = from
+                status = 206
+                let claimed = query["badStart"] == "1" ? from + 100 : from
+                if query["noContentRange"] != "1" {
+                    headers.add(name: "Content-Range", value: "bytes \(claimed)-\(size - 1)/\(size)")
+                }
+            }
+        }
+        headers.add(name: "Content-Length", value: "\(size - start)")
+        writeHead(context, head, status: status, headers: headers)
+        guard head.method != .HEAD else { return finish(context, head) }
+
+        let drops = Int(query["drops"] ?? "1") ?? 1
+        let dropAfter = query["dropAfter"].flatMap(Int.init).flatMap { previous < drops ? $0 : nil }
+        streamer = PatternStreamer(
+            request: head, offset: start, remaining: min(size - start, dropAfter ?? .max),
+            contentShift: version * 7, closeAfter: dropAfter.map { _ in query["rst"] == "1" ? .reset : .close } ?? .none,
+            chunkSize: query["chunk"].flatMap(Int.init), delay: .milliseconds(Int64(query["delay"] ?? "0") ?? 0))
+        pumpStreamer(context: context)
+    }
+
+    /// The first byte of `bytes=<first>-` or `bytes=<first>-<last>`.
+    static func rangeStart(_ value: String) -> Int? {
+        guard value.hasPrefix("bytes="), let dash = value.firstIndex(of: "-") else { return nil }
+        return Int(value[value.index(value.startIndex, offsetBy: 6)..<dash])
+    }
+}
