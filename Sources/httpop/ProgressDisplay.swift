@@ -11,6 +11,8 @@ final class ProgressDisplay: Sendable {
     private struct State {
         var lastDraw = Date.distantPast
         var lastDecile = -1
+        /// The total at the first report: a resumed download's rate counts new bytes only.
+        var firstTotal: Int64?
     }
 
     private let state = Mutex(State())
@@ -26,7 +28,11 @@ final class ProgressDisplay: Sendable {
     func update(total: Int64, expected: Int64) {
         let now = Date()
         let elapsed = max(now.timeIntervalSince(start), 0.001)
-        let rate = Double(total) / elapsed
+        let first = state.withLock { state -> Int64 in
+            if state.firstTotal == nil { state.firstTotal = total }
+            return state.firstTotal!
+        }
+        let rate = Double(total - first) / elapsed
         if isTerminal {
             let due = state.withLock { state -> Bool in
                 guard now.timeIntervalSince(state.lastDraw) >= 0.1 || total == expected else { return false }
@@ -44,6 +50,11 @@ final class ProgressDisplay: Sendable {
             }
             if due { write(line(total: total, expected: expected, rate: rate, bar: false) + "\n") }
         }
+    }
+
+    /// Ends the bar's line, so that a message can follow it.
+    func interrupt() {
+        if isTerminal { write("\n") }
     }
 
     /// Ends the display with a summary line.

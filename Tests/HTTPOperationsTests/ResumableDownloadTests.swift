@@ -77,11 +77,11 @@ extension AllTests {
             let first = HTTPRequestOperation(request: URLRequest(url: url(options)))
             first.destinationURL = file
             let paused = TestSignal("pause")
+            let pausing = Mutex(false)
             first.setDownloadProgressBlock { _, total, _ in
-                if total > 500_000, paused.count == 0 {
-                    first.pause()
-                    paused.fire()
-                }
+                guard total > 500_000, !pausing.withLock({ let was = $0; $0 = true; return was }) else { return }
+                // The completion runs once the pause took effect and the resume data is saved.
+                first.pause { paused.fire() }
             }
             OperationQueue().addOperation(first)
             try await paused.wait()
@@ -105,7 +105,7 @@ extension AllTests {
             let file = temporaryFile()
             defer { remove(file) }
             let resource = url(options)
-            let (first, resumingFrom) = HTTPRequestOperation.download(resource, to: file)
+            let (first, resumingFrom) = HTTPRequestOperation.download(URLRequest(url: resource), to: file)
             #expect(resumingFrom == nil)
             first.retryPolicy = .none
             #expect(try await run(first).urlErrorCode == .networkConnectionLost)
@@ -117,7 +117,7 @@ extension AllTests {
             try handle.truncate(atOffset: 777_777)
             try handle.close()
 
-            let (second, resumed) = HTTPRequestOperation.download(resource, to: file)
+            let (second, resumed) = HTTPRequestOperation.download(URLRequest(url: resource), to: file)
             #expect(resumed?.offset == 800_000)
             #expect(try await run(second).error == nil)
             #expect(second.downloadMetrics.firstResumeOffset == 777_777, "the offset is what is on disk")

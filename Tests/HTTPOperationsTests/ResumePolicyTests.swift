@@ -36,6 +36,21 @@ extension AllTests {
             #expect(ResumePolicy.decide(status: status, contentRange: contentRange, held: held, knownLength: knownLength) == expected)
         }
 
+        @Test func resumeDataRoundTripsThroughReadableJSON() throws {
+            let data = ResumeData(url: URL(string: "http://a.test/f.iso")!, headers: ["Accept": "*/*", "Authorization": "secret"],
+                                  validator: .entityTag("\"v1\""), offset: 42, expectedLength: 100,
+                                  destination: URL(fileURLWithPath: "/tmp/f.iso"))
+            let json = String(decoding: try data.encoded(), as: UTF8.self)
+            #expect(json.contains(#""entityTag" : "\"v1\"""#))
+            #expect(json.contains("http://a.test/f.iso"))
+            #expect(!json.contains("secret"), "credentials are never saved")
+            #expect(try ResumeData(from: try data.encoded()) == data)
+            var future = data
+            future.version = 99
+            #expect(throws: UnsupportedResumeDataVersion.self) { try ResumeData(from: try JSONEncoder().encode(future)) }
+            #expect(throws: DecodingError.self) { try ResumeData(from: Data("{}".utf8)) }
+        }
+
         @Test func validatorsPreferAStrongETag() {
             #expect(ResumeValidator(etag: "\"v1\"", lastModified: "Sat, 21 Nov 2026 10:00:00 GMT") == .entityTag("\"v1\""))
             #expect(ResumeValidator(etag: "W/\"v1\"", lastModified: "Sat, 21 Nov 2026 10:00:00 GMT")

@@ -60,7 +60,7 @@ public struct ResumeData: Codable, Sendable, Equatable {
     /// The value as JSON, to save.
     public func encoded() throws -> Data {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         return try encoder.encode(self)
     }
 

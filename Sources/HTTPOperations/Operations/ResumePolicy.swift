@@ -27,6 +27,33 @@ public enum ResumeValidator: Codable, Sendable, Equatable {
         case .lastModified(let date): date
         }
     }
+
+    // Saved as {"entityTag": "\"abc\""} or {"lastModified": "..."}: a format people read.
+    private enum CodingKeys: String, CodingKey {
+        case entityTag, lastModified
+    }
+
+    /// Reads `{"entityTag": …}` or `{"lastModified": …}`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if let tag = try container.decodeIfPresent(String.self, forKey: .entityTag) {
+            self = .entityTag(tag)
+        } else if let date = try container.decodeIfPresent(String.self, forKey: .lastModified) {
+            self = .lastModified(date)
+        } else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                    debugDescription: "A validator needs an entityTag or a lastModified."))
+        }
+    }
+
+    /// Writes `{"entityTag": …}` or `{"lastModified": …}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .entityTag(let tag): try container.encode(tag, forKey: .entityTag)
+        case .lastModified(let date): try container.encode(date, forKey: .lastModified)
+        }
+    }
 }
 
 /// Why a resumed download was refused rather than spliced.

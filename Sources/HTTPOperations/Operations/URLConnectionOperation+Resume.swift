@@ -13,8 +13,13 @@ extension URLConnectionOperation {
     ///   ``ResumeData/init(from:)``.
     public convenience init(resumeData: ResumeData) {
         self.init(request: resumeData.request)
+        continueDownload(from: resumeData)
+    }
+
+    /// Makes this (not yet started) operation continue the download `resumeData` describes.
+    func continueDownload(from resumeData: ResumeData) {
         state.withLock { state in
-            state.download.destination = resumeData.destination
+            state.download.destination = resumeData.destination ?? state.download.destination
             state.download.continuing = true
             state.download.validator = resumeData.validator
             state.download.knownLength = resumeData.expectedLength
@@ -23,26 +28,26 @@ extension URLConnectionOperation {
 }
 
 extension HTTPRequestOperation {
-    /// Creates an operation that downloads `url` to `file`, continuing from what the file
+    /// Creates an operation that downloads `request` to `file`, continuing from what the file
     /// holds when resume data for it was saved beside it (by a paused, failed or killed
     /// download), or starting afresh otherwise.
     ///
-    /// Saved resume data for a different URL is ignored, and the download starts afresh.
+    /// Saved resume data for a different URL is ignored, and the download starts afresh. The
+    /// request is used as given, so credentials and other header fields are sent again.
     ///
     /// - Parameters:
-    ///   - url: The resource.
+    ///   - request: The request for the resource.
     ///   - file: The destination file.
     /// - Returns: The operation, and the resume data it continues from, if any.
-    public static func download(_ url: URL, to file: URL) -> (operation: HTTPRequestOperation, resumingFrom: ResumeData?) {
-        let sidecar = ResumeData.sidecarURL(for: file)
-        if let saved = try? Data(contentsOf: sidecar), let resumeData = try? ResumeData(from: saved),
-           resumeData.url == url, FileManager.default.fileExists(atPath: file.path) {
-            var continued = resumeData
-            continued.destination = file
-            return (HTTPRequestOperation(resumeData: continued), continued)
-        }
-        let operation = HTTPRequestOperation(request: URLRequest(url: url))
+    public static func download(_ request: URLRequest, to file: URL) -> (operation: HTTPRequestOperation, resumingFrom: ResumeData?) {
+        let operation = HTTPRequestOperation(request: request)
         operation.destinationURL = file
-        return (operation, nil)
+        let sidecar = ResumeData.sidecarURL(for: file)
+        guard let saved = try? Data(contentsOf: sidecar), let resumeData = try? ResumeData(from: saved),
+              resumeData.url == request.url, FileManager.default.fileExists(atPath: file.path) else {
+            return (operation, nil)
+        }
+        operation.continueDownload(from: resumeData)
+        return (operation, resumeData)
     }
 }
