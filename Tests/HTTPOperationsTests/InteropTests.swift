@@ -1,5 +1,6 @@
 import Foundation
 @testable import HTTPOperations
+import Synchronization
 import Testing
 
 extension AllTests {
@@ -29,6 +30,44 @@ extension AllTests {
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: ExternalServers.nginx.tlsBaseURL + "/protocol")!))
             let outcome = try await run(op)
             #expect(outcome.urlErrorCode == .serverCertificateUntrusted)
+        }
+
+        @Test func pauseAndResumeAThrottledFileWithIfRange() async throws {
+            let nginx = ExternalServers.nginx
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-nginx-\(UUID()).bin")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.baseURL + "/throttled/5m.bin")!))
+            op.destinationURL = file
+            let recorder = OutcomeRecorder()
+            recorder.watch(op)
+            let paused = TestSignal("pauses")
+            let thresholds = Mutex<[Int64]>([1 << 20, 3 << 20])
+            op.setDownloadProgressBlock { _, total, _ in
+                let due = thresholds.withLock { list -> Bool in
+                    guard let next = list.first, total >= next else { return false }
+                    list.removeFirst()
+                    return true
+                }
+                if due { op.pause { paused.fire() } }
+            }
+            OperationQueue().addOperation(op)
+            for round in 1...2 {
+                try await paused.wait(times: round)
+                op.resume()
+            }
+            try await recorder.done.wait(timeout: .seconds(30))
+            #expect(recorder.outcome(of: op)?.error == nil)
+            #expect(sha256(try Data(contentsOf: file)) == sha256(nginx.fiveMegabytes))
+            #expect(op.downloadMetrics.resumes == 2)
+            #expect(op.downloadMetrics.restartsFromZero == 0)
+
+            // nginx's own record: one whole request, then two ranges naming the ETag it sent.
+            let lines = nginx.accessLog.filter { $0.hasPrefix("/throttled/5m.bin ") }
+            let etag = try #require(op.resumeData?.validator?.headerValue ?? op.response?.value(forHTTPHeaderField: "ETag"))
+            #expect(lines.count == 3, "\(lines)")
+            #expect(lines.first.map { $0.contains(" 200 ") && !$0.contains("bytes=") } == true, "\(lines)")
+            let ranged = lines.dropFirst()
+            #expect(ranged.allSatisfy { $0.contains(" 206 range=\"bytes=") && $0.contains("if_range=\"\(etag)\"") }, "\(lines)")
         }
 
         @Test func staticFilesArriveWhole() async throws {

@@ -99,6 +99,16 @@ struct Nginx: Sendable {
     var baseURL: String { process.baseURL }
     var tlsBaseURL: String { "https://localhost:\(tlsPort)" }
 
+    /// The lines of the access log: `<uri> <status> range="…" if_range="…"`.
+    var accessLog: [String] {
+        ((try? String(contentsOfFile: prefix + "/logs/access.log", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// The bytes nginx serves at `/throttled/5m.bin` (and `/5m.bin`).
+    var fiveMegabytes: Data {
+        (try? Data(contentsOf: URL(fileURLWithPath: prefix + "/www/5m.bin"))) ?? Data()
+    }
+
     static func start() throws -> Nginx {
         guard let nginx = ExternalServers.nginxPath else { throw ServerError("nginx is not installed") }
         let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-nginx-\(getpid())").path
@@ -106,6 +116,9 @@ struct Nginx: Sendable {
             try FileManager.default.createDirectory(atPath: prefix + folder, withIntermediateDirectories: true)
         }
         try Data("hello from nginx\n".utf8).write(to: URL(fileURLWithPath: prefix + "/www/hello.txt"))
+        var random = SystemRandomNumberGenerator()
+        let fiveMegabytes = Data((0..<(5 << 20) / 8).flatMap { _ in withUnsafeBytes(of: random.next()) { Array($0) } })
+        try fiveMegabytes.write(to: URL(fileURLWithPath: prefix + "/www/5m.bin"))
         // A certificate authority and a server certificate for localhost, made for this run.
         let ca = prefix + "/ca.pem", caKey = prefix + "/ca.key", key = prefix + "/server.key"
         let csr = prefix + "/server.csr", cert = prefix + "/server.pem", ext = prefix + "/server.ext"
@@ -127,7 +140,8 @@ struct Nginx: Sendable {
         error_log \(prefix)/logs/error.log warn;
         events { worker_connections 256; }
         http {
-            access_log \(prefix)/logs/access.log;
+            log_format ranges escape=none '$uri $status range="$http_range" if_range="$http_if_range"';
+            access_log \(prefix)/logs/access.log ranges;
             client_body_temp_path \(prefix)/tmp; proxy_temp_path \(prefix)/tmp; fastcgi_temp_path \(prefix)/tmp;
             uwsgi_temp_path \(prefix)/tmp; scgi_temp_path \(prefix)/tmp;
             keepalive_requests 10000;
@@ -140,6 +154,7 @@ struct Nginx: Sendable {
                 root \(prefix)/www;
                 location = /connection { return 200 "$connection"; }
                 location = /protocol { return 200 "$server_protocol"; }
+                location /throttled/ { alias \(prefix)/www/; limit_rate 4m; }
             }
         }
         """
