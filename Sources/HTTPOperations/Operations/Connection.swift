@@ -66,8 +66,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// Serial queue for writing and removing the sidecar resume data, in order.
     let sidecarQueue = DispatchQueue(label: "HTTPOperations.sidecar", qos: .utility)
 
-    init(operation: URLConnectionOperation, configuration: URLConnectionOperation.State) {
+    /// - Parameter paused: The operation was paused before its transfer began.
+    init(operation: URLConnectionOperation, configuration: URLConnectionOperation.State, paused: Bool = false) {
         self.operation = operation
+        self.isPaused = paused
         self.logger = configuration.logger
         self.completionGroup = configuration.completionGroup
         self.maximumRedirects = configuration.maximumRedirects

@@ -275,7 +275,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
         let connection = state.withLock { state -> Connection? in
             guard !state.cancelRequested else { return nil }
-            let connection = Connection(operation: self, configuration: state)
+            // A pause that came between the transition and now must not be lost.
+            let connection = Connection(operation: self, configuration: state, paused: state.phase == .paused)
             state.connection = connection
             return connection
         }
