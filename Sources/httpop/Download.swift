@@ -75,6 +75,13 @@ final class PauseOnSignals {
     private let sources: [any DispatchSourceSignal]
 
     init(operation: HTTPRequestOperation, file: URL, display: ProgressDisplay) {
+        // A parent may have started us with these blocked (libdispatch's threads block them,
+        // and children inherit the mask); a blocked signal would never reach the source.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGINT)
+        sigaddset(&unblock, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         sources = [SIGINT, SIGTERM].map { number in
             // Ignored first, so the default action does not end the process before dispatch
             // hears about it.
