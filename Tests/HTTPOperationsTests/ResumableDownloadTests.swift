@@ -19,6 +19,15 @@ extension AllTests {
             sha256(ResumableOptions.content(version: version, count: size))
         }
 
+        /// An operation for the resumable resource, to `file` (memory when nil), retrying
+        /// quickly after drops.
+        private func download(_ options: ResumableOptions, to file: URL? = nil, retries: Int = 1) -> HTTPRequestOperation {
+            let op = HTTPRequestOperation(request: URLRequest(url: url(options)))
+            op.destinationURL = file
+            op.retryPolicy = RetryPolicy(maximumRetries: retries, initialDelay: 0.01)
+            return op
+        }
+
         private func temporaryFile() -> URL {
             FileManager.default.temporaryDirectory.appendingPathComponent("httpop-resume-\(UUID()).bin")
         }
@@ -130,8 +139,7 @@ extension AllTests {
             options.dropAfter = 300_000
             options.drops = 2
             options.resetOnDrop = reset
-            let op = HTTPRequestOperation(request: URLRequest(url: url(options)))
-            op.retryPolicy = RetryPolicy(maximumRetries: 3, initialDelay: 0.01)
+            let op = download(options, retries: 3)
             #expect(try await run(op).error == nil)
             #expect(sha256(try #require(op.responseData)) == expectedSHA256())
             #expect(op.downloadMetrics.automaticResumes == 2)
@@ -142,8 +150,7 @@ extension AllTests {
             var options = ResumableOptions()
             options.dropAfter = 100_000
             options.drops = 10
-            let op = HTTPRequestOperation(request: URLRequest(url: url(options)))
-            op.retryPolicy = RetryPolicy(maximumRetries: 2, initialDelay: 0.01)
+            let op = download(options, retries: 2)
             #expect(try await run(op).urlErrorCode == .networkConnectionLost)
             #expect(op.downloadMetrics.automaticResumes == 2)
         }
@@ -152,8 +159,7 @@ extension AllTests {
             var options = ResumableOptions()
             options.changeEachRequest = true
             options.dropAfter = 400_000
-            let op = HTTPRequestOperation(request: URLRequest(url: url(options)))
-            op.retryPolicy = RetryPolicy(maximumRetries: 1, initialDelay: 0.01)
+            let op = download(options, retries: 1)
             let totals = Mutex<[Int64]>([])
             op.setDownloadProgressBlock { _, total, expected in
                 totals.withLock { $0.append(total) }
@@ -174,9 +180,7 @@ extension AllTests {
             options.dropAfter = 500_000
             let file = temporaryFile()
             defer { remove(file) }
-            let op = HTTPRequestOperation(request: URLRequest(url: url(options)))
-            op.destinationURL = file
-            op.retryPolicy = RetryPolicy(maximumRetries: 1, initialDelay: 0.01)
+            let op = download(options, to: file, retries: 1)
             #expect(try await run(op).error == nil)
             #expect(sha256(try Data(contentsOf: file)) == expectedSHA256())
             #expect(op.downloadMetrics.restartsFromZero == 1)
@@ -189,9 +193,7 @@ extension AllTests {
             options.dropAfter = 600_000
             let file = temporaryFile()
             defer { remove(file) }
-            let op = HTTPRequestOperation(request: URLRequest(url: url(options)))
-            op.destinationURL = file
-            op.retryPolicy = RetryPolicy(maximumRetries: 1, initialDelay: 0.01)
+            let op = download(options, to: file, retries: 1)
             let error = try #require(try await run(op).error as? ResumeError)
             if missing {
                 #expect(error.reason == .malformedContentRange(nil))
@@ -222,9 +224,7 @@ extension AllTests {
             options.dropAfter = 250_000
             let file = temporaryFile()
             defer { remove(file) }
-            let op = HTTPRequestOperation(request: URLRequest(url: url(options)))
-            op.destinationURL = file
-            op.retryPolicy = RetryPolicy(maximumRetries: 1, initialDelay: 0.01)
+            let op = download(options, to: file, retries: 1)
             #expect(try await run(op).error == nil)
             #expect(op.resumeData?.validator == .lastModified("Sat, 21 Nov 2026 10:00:00 GMT"))
             #expect(op.downloadMetrics.automaticResumes == 1)
@@ -237,8 +237,7 @@ extension AllTests {
             var options = ResumableOptions()
             options.etag = etag
             options.dropAfter = 250_000
-            let op = HTTPRequestOperation(request: URLRequest(url: url(options)))
-            op.retryPolicy = RetryPolicy(maximumRetries: 1, initialDelay: 0.01)
+            let op = download(options, retries: 1)
             #expect(try await run(op).error == nil)
             #expect(op.downloadMetrics.automaticResumes == 1)
             #expect(sha256(try #require(op.responseData)) == expectedSHA256())
