@@ -225,8 +225,13 @@ extension AllTests {
             let file = temporaryFile()
             defer { remove(file) }
             let op = download(options, to: file, retries: 1)
+            let validator = Mutex<ResumeValidator?>(nil)
+            op.setDownloadProgressBlock { _, _, _ in
+                if let seen = op.resumeData?.validator { validator.withLock { $0 = seen } }
+            }
             #expect(try await run(op).error == nil)
-            #expect(op.resumeData?.validator == .lastModified("Sat, 21 Nov 2026 10:00:00 GMT"))
+            #expect(validator.withLock { $0 } == .lastModified("Sat, 21 Nov 2026 10:00:00 GMT"))
+            #expect(op.resumeData == nil, "complete: nothing left to resume")
             #expect(op.downloadMetrics.automaticResumes == 1)
             #expect(op.downloadMetrics.restartsFromZero == 0)
             #expect(sha256(try Data(contentsOf: file)) == expectedSHA256())

@@ -339,7 +339,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         if let error {
             logger.debug("transfer failed", metadata: ["error": "\(error)"])
         }
-        publishResumeData(saving: error != nil)
+        if error != nil {
+            publishResumeData(saving: true)
+        } else {
+            // Complete: there is nothing left to resume.
+            publishMetrics()
+            operation.state.withLock { $0.resumeData = nil }
+        }
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
         let inMemory = sink.map { $0.destination == nil && $0.canRestart } ?? true
         let data = separateBody ?? (inMemory ? sink?.memory ?? Data() : nil)
