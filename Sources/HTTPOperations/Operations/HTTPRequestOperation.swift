@@ -57,8 +57,9 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         set { httpState.withLock { $0.responseSerializer = newValue } }
     }
 
-    /// What ``responseSerializer`` made of the response; nil until the operation finished,
-    /// and when it failed.
+    /// What ``responseSerializer`` made of the response; nil until the operation finished.
+    /// When the response failed validation (a 4xx or 5xx) but its body decodes, this is the
+    /// decoded body, so the failure can be read.
     public var responseObject: Any? { httpState.withLock { $0.responseObject } }
 
     /// Sets the blocks that report the outcome; exactly one of them runs, once.
@@ -85,6 +86,10 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
             } catch {
                 failure = error
                 state.withLock { $0.error = error }
+                // A 4xx or 5xx body often explains itself: keep it decoded when it decodes.
+                if error is ResponseValidationError, let http = serializer as? HTTPResponseSerializer {
+                    object = try? http.decode(response: super.response, data: responseData)
+                }
             }
         }
         let blocks = httpState.withLock { state -> (SuccessBlock?, FailureBlock?) in

@@ -11,8 +11,8 @@ import Synchronization
 ///
 /// ## Subclassing notes
 ///
-/// Override ``responseObject(for:data:)``, call ``validate(response:data:)`` first, and keep
-/// your own settings behind a lock as this class does.
+/// Override ``decode(response:data:)`` to turn the body into an object; ``responseObject(for:data:)``
+/// validates first and then calls it. Keep your own settings behind a lock as this class does.
 open class HTTPResponseSerializer: URLResponseSerialization, @unchecked Sendable {
     // @unchecked Sendable: the settings live in `settings`, behind its Mutex.
 
@@ -62,9 +62,20 @@ open class HTTPResponseSerializer: URLResponseSerialization, @unchecked Sendable
         }
     }
 
-    /// Validates, then returns `data` as it is.
+    /// Validates, then decodes.
+    ///
+    /// - Throws: ``ResponseValidationError`` or what ``decode(response:data:)`` throws.
     open func responseObject(for response: URLResponse?, data: Data?) throws -> Any? {
         try validate(response: response, data: data)
-        return data
+        return try decode(response: response, data: data)
+    }
+
+    /// Turns the body into the object, without validating the response. The base class
+    /// returns `data` as it is; subclasses decode.
+    ///
+    /// An operation whose response failed validation calls it too, so that a 4xx or 5xx body
+    /// is still available decoded (``HTTPRequestOperation/responseObject``).
+    open func decode(response: URLResponse?, data: Data?) throws -> Any? {
+        data
     }
 }

@@ -1,0 +1,78 @@
+import Foundation
+
+/// A type that has a value for an empty body, so that a HEAD, 204 or 205 response can be
+/// decoded as it.
+public protocol EmptyResponseDecodable {
+    /// The value an empty body stands for.
+    static var emptyValue: Self { get }
+}
+
+/// The value of a response that has no body.
+public struct EmptyResponse: Decodable, Sendable, Equatable, EmptyResponseDecodable {
+    /// Creates the empty value.
+    public init() {}
+    public static var emptyValue: EmptyResponse { EmptyResponse() }
+}
+
+extension Optional: EmptyResponseDecodable {
+    public static var emptyValue: Optional<Wrapped> { nil }
+}
+
+/// Validates a response and decodes its JSON body into `T` with a `JSONDecoder`.
+///
+/// Defaults: status 200–299; content types `application/json`, `text/json`,
+/// `text/javascript` (an empty body needs none). An empty body is `T.emptyValue` for a
+/// response to HEAD or with status 204 or 205 when `T` is ``EmptyResponseDecodable`` (an
+/// `Optional`, or ``EmptyResponse``); otherwise it is an error.
+public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerializer, @unchecked Sendable {
+    // @unchecked Sendable: `decoder` is only read after init, and JSONDecoder.decode does not
+    // change it.
+
+    /// The decoder; configure it before first use.
+    public let decoder: JSONDecoder
+
+    /// Creates a serializer decoding with `decoder`.
+    public init(decoder: JSONDecoder = JSONDecoder()) {
+        self.decoder = decoder
+        super.init()
+        acceptableContentTypes = ["application/json", "text/json", "text/javascript"]
+    }
+
+    /// Decodes `T` from the body, without validating the response.
+    ///
+    /// - Throws: ``ResponseSerializationError`` with `.decodingFailed` or `.emptyBody`.
+    public override func decode(response: URLResponse?, data: Data?) throws -> Any? {
+        guard let data, !data.isEmpty else {
+            let status = (response as? HTTPURLResponse)?.statusCode
+            var emptyAllowed = status == 204 || status == 205
+            if let response, Self.isHeadResponse(response) { emptyAllowed = true }
+            if let empty = T.self as? EmptyResponseDecodable.Type, emptyAllowed || T.self is ExpressibleByNilLiteral.Type {
+                return empty.emptyValue
+            }
+            throw ResponseSerializationError(.emptyBody, response: response, data: data)
+        }
+        do {
+            return try decoder.decode(T.self, from: data)
+        } catch {
+            throw ResponseSerializationError(.decodingFailed(detail: "\(error)"), response: response, data: data)
+        }
+    }
+
+    /// The value for `response` and `data`, typed.
+    ///
+    /// - Throws: As ``responseObject(for:data:)``.
+    public func value(for response: URLResponse?, data: Data?) throws -> T {
+        guard let value = try responseObject(for: response, data: data) as? T else {
+            throw ResponseSerializationError(.emptyBody, response: response, data: data)
+        }
+        return value
+    }
+
+    /// Whether `response` answers a HEAD request. Foundation's response does not say; a
+    /// response that announces a body (Content-Length > 0) and arrived without one can only
+    /// be one: a GET whose body went missing fails in transport first.
+    private static func isHeadResponse(_ response: URLResponse) -> Bool {
+        guard let http = response as? HTTPURLResponse else { return false }
+        return (http.value(forHTTPHeaderField: "Content-Length").flatMap(Int.init) ?? 0) > 0
+    }
+}
