@@ -1,0 +1,131 @@
+import Foundation
+import HTTPOperations
+import HTTPTestServer
+import Testing
+
+extension AllTests {
+    @Suite struct RequestSerializers {
+        @Test func queryStringsFollowAFNetworking() {
+            let cases: [([String: Any], String)] = [
+            (["key": "value"], "key=value"),
+            (["b": 1, "a": 2], "a=2&b=1"),
+            (["key": ["sub": "v", "a": 1]], "key%5Ba%5D=1&key%5Bsub%5D=v"),
+            (["k": [1, 2]], "k%5B%5D=1&k%5B%5D=2"),
+            (["k": Set(["b", "a"])], "k=a&k=b"),
+            (["k": NSNull()], "k"),
+            (["q": "a b&c=d/e?f#g"], "q=a%20b%26c%3Dd/e?f%23g"),
+            (["q": "100%"], "q=100%25"),
+            (["q": "a%20b"], "q=a%2520b"),
+            (["u": "-._~"], "u=-._~"),
+            (["t": true, "f": false], "f=0&t=1"),
+            (["a": [["b": 1]]], "a%5B%5D%5Bb%5D=1"),
+            (["e": "👨‍👩‍👧 ✓"], "e=%F0%9F%91%A8%E2%80%8D%F0%9F%91%A9%E2%80%8D%F0%9F%91%A7%20%E2%9C%93"),
+            (["ключ": "значение"], "%D0%BA%D0%BB%D1%8E%D1%87=%D0%B7%D0%BD%D0%B0%D1%87%D0%B5%D0%BD%D0%B8%D0%B5"),
+            ]
+            for (parameters, expected) in cases {
+                #expect(QueryString.make(from: parameters) == expected)
+            }
+        }
+
+        @Test func queryMethodsAppendToTheURL() throws {
+            let serializer = HTTPRequestSerializer()
+            let get = try serializer.request(method: "GET", urlString: "http://a.test/p", parameters: ["x": 1])
+            #expect(get.url?.absoluteString == "http://a.test/p?x=1")
+            #expect(get.httpBody == nil)
+            let withQuery = try serializer.request(method: "delete", urlString: "http://a.test/p?y=2", parameters: ["x": 1])
+            #expect(withQuery.url?.absoluteString == "http://a.test/p?y=2&x=1")
+            #expect(withQuery.httpMethod == "DELETE")
+            let empty = try serializer.request(method: "HEAD", urlString: "http://a.test/p", parameters: [String: Any]())
+            #expect(empty.url?.absoluteString == "http://a.test/p")
+        }
+
+        @Test func otherMethodsGetAFormBody() throws {
+            let serializer = HTTPRequestSerializer()
+            let post = try serializer.request(method: "POST", urlString: "http://a.test/p", parameters: ["b": "2 3", "a": 1])
+            #expect(post.url?.absoluteString == "http://a.test/p")
+            #expect(post.httpBody == Data("a=1&b=2%203".utf8))
+            #expect(post.value(forHTTPHeaderField: "Content-Type") == "application/x-www-form-urlencoded; charset=utf-8")
+            let empty = try serializer.request(method: "PUT", urlString: "http://a.test/p", parameters: [String: Any]())
+            #expect(empty.httpBody == Data(), "an empty parameter set is a valid empty body")
+            let none = try serializer.request(method: "POST", urlString: "http://a.test/p")
+            #expect(none.httpBody == nil)
+            var preset = URLRequest(url: URL(string: "http://a.test/p")!)
+            preset.httpMethod = "PATCH"
+            preset.setValue("text/plain", forHTTPHeaderField: "Content-Type")
+            #expect(try serializer.request(bySerializing: preset, withParameters: ["a": 1]).value(forHTTPHeaderField: "Content-Type") == "text/plain")
+        }
+
+        @Test func defaultsOnlyFillGaps() throws {
+            let serializer = HTTPRequestSerializer()
+            #expect(serializer.value(forHTTPHeaderField: "user-agent")?.hasPrefix("HTTPOperations/\(httpOperationsVersion) (Linux") == true)
+            #expect(serializer.value(forHTTPHeaderField: "Accept-Language")?.contains(";q=1") == true)
+            serializer.setValue("yes", forHTTPHeaderField: "X-Default")
+            serializer.timeoutInterval = 7
+            var request = URLRequest(url: URL(string: "http://a.test/")!)
+            request.setValue("mine/1.0", forHTTPHeaderField: "User-Agent")
+            let built = try serializer.request(bySerializing: request, withParameters: nil)
+            #expect(built.value(forHTTPHeaderField: "User-Agent") == "mine/1.0")
+            #expect(built.value(forHTTPHeaderField: "X-Default") == "yes")
+            #expect(built.timeoutInterval == 7)
+            serializer.setAuthorizationHeaderField(username: "ada", password: "pw")
+            #expect(serializer.value(forHTTPHeaderField: "Authorization") == "Basic YWRhOnB3")
+            serializer.clearAuthorizationHeader()
+            #expect(serializer.value(forHTTPHeaderField: "Authorization") == nil)
+        }
+
+        struct Refused: Error {}
+
+        @Test func aCustomQueryStringBlockIsUsedAndMayThrow() throws {
+            let serializer = HTTPRequestSerializer()
+            serializer.setQueryStringSerialization { _, parameters in "custom=\((parameters as? [String: Any])?.count ?? 0)" }
+            #expect(try serializer.request(method: "GET", urlString: "http://a.test/", parameters: ["a": 1]).url?.query == "custom=1")
+            serializer.setQueryStringSerialization { _, _ in throw Refused() }
+            #expect(throws: RequestSerializationError.self) { try serializer.request(method: "GET", urlString: "http://a.test/", parameters: ["a": 1]) }
+        }
+
+        @Test func anInvalidURLIsATypedError() {
+            #expect(throws: RequestSerializationError.self) { try HTTPRequestSerializer().request(method: "GET", urlString: "http://[::1") }
+        }
+
+        @Test func jsonAndPropertyListBodies() throws {
+            let json = try JSONRequestSerializer(writingOptions: [.sortedKeys]).request(method: "POST", urlString: "http://a.test/", parameters: ["b": [1, 2], "a": "x"])
+            #expect(json.httpBody == Data(#"{"a":"x","b":[1,2]}"#.utf8))
+            #expect(json.value(forHTTPHeaderField: "Content-Type") == "application/json")
+            let jsonGet = try JSONRequestSerializer().request(method: "GET", urlString: "http://a.test/", parameters: ["a": 1])
+            #expect(jsonGet.url?.query == "a=1")
+            #expect(throws: RequestSerializationError.self) {
+                try JSONRequestSerializer().request(method: "POST", urlString: "http://a.test/", parameters: ["when": Date()])
+            }
+            let plist = try PropertyListRequestSerializer().request(method: "PUT", urlString: "http://a.test/", parameters: ["a": 1])
+            #expect(plist.value(forHTTPHeaderField: "Content-Type") == "application/x-plist")
+            let decoded = try PropertyListSerialization.propertyList(from: try #require(plist.httpBody), format: nil) as? [String: Any]
+            #expect(decoded?["a"] as? Int == 1)
+            #expect(throws: RequestSerializationError.self) {
+                try PropertyListRequestSerializer().request(method: "PUT", urlString: "http://a.test/", parameters: ["a": NSNull()])
+            }
+        }
+
+        @Test(arguments: ["form", "json", "plist"])
+        func bodiesRoundTripThroughTheServer(kind: String) async throws {
+            let serializer: HTTPRequestSerializer = switch kind {
+            case "json": JSONRequestSerializer()
+            case "plist": PropertyListRequestSerializer()
+            default: HTTPRequestSerializer()
+            }
+            let parameters: [String: Any] = ["name": "ünïcødé ✓", "list": [1, 2]]
+            let request = try serializer.request(method: "POST", urlString: testServer.url(.echo).absoluteString, parameters: parameters)
+            let echo = try echoed(try await run(HTTPRequestOperation(request: request)))
+            let body = try #require((echo["body"] as? String)?.data(using: .utf8))
+            switch kind {
+            case "json":
+                let object = try JSONSerialization.jsonObject(with: body) as? [String: Any]
+                #expect(object?["name"] as? String == "ünïcødé ✓")
+            case "plist":
+                let object = try PropertyListSerialization.propertyList(from: body, format: nil) as? [String: Any]
+                #expect(object?["list"] as? [Int] == [1, 2])
+            default:
+                #expect(String(decoding: body, as: UTF8.self) == "list%5B%5D=1&list%5B%5D=2&name=%C3%BCn%C3%AFc%C3%B8d%C3%A9%20%E2%9C%93")
+            }
+        }
+    }
+}
