@@ -7,6 +7,10 @@ public enum Endpoint: Sendable, Equatable {
     case status(Int)
     /// A JSON description of the request: method, path, query, headers, body.
     case echo
+    /// A JSON body `{"status": code, "message": ...}` with that status code.
+    case jsonStatus(Int)
+    /// Counts the request body without keeping it: `{"bodyLength": n, "contentLength": "n"}`.
+    case upload
     /// Waits, then answers 200 with a short body.
     case delay(milliseconds: Int)
     /// `count` bytes of ``TestServer/pattern(offset:)`` with a `Content-Length`.
@@ -34,6 +38,8 @@ public enum Endpoint: Sendable, Equatable {
         switch self {
         case .status(let code): "/status/\(code)"
         case .echo: "/echo"
+        case .upload: "/upload"
+        case .jsonStatus(let code): "/json-status/\(code)"
         case .delay(let milliseconds): "/delay/\(milliseconds)"
         case .bytes(let count): "/bytes/\(count)"
         case .chunked(let count): "/chunked/\(count)"

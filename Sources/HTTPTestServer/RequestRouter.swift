@@ -20,6 +20,8 @@ final class RequestRouter: ChannelInboundHandler {
     private var head: HTTPRequestHead?
     private var body = Data()
     private var bodyLength = 0
+    /// `/upload` only counts what it receives, so a huge upload costs the server no memory.
+    private var keepsBody = true
     var streamer: PatternStreamer?
     /// Shared by every connection of one server.
     let counters: ResourceCounters
@@ -34,9 +36,10 @@ final class RequestRouter: ChannelInboundHandler {
             self.head = head
             body = Data()
             bodyLength = 0
+            keepsBody = !head.uri.hasPrefix("/upload")
         case .body(let buffer):
             bodyLength += buffer.readableBytes
-            if body.count < Self.echoBodyLimit {
+            if keepsBody, body.count < Self.echoBodyLimit {
                 body.append(contentsOf: buffer.readableBytesView)
             }
         case .end:
@@ -57,6 +60,12 @@ final class RequestRouter: ChannelInboundHandler {
         switch (parts.first ?? "", number) {
         case ("status", let code?):
             respond(context, head, status: code, body: Data())
+        case ("json-status", let code?):
+            let body = #"{"status":\#(code),"message":"error \#(code) explained"}"#
+            respond(context, head, status: code, body: Data(body.utf8), contentType: "application/json")
+        case ("upload", _):
+            let summary = #"{"bodyLength":\#(bodyLength),"contentLength":"\#(head.headers.first(name: "Content-Length") ?? "")"}"#
+            respond(context, head, status: 200, body: Data(summary.utf8), contentType: "application/json")
         case ("echo", _):
             respond(context, head, status: 200, body: echo(head, query: query), contentType: "application/json")
         case ("delay", let milliseconds?):

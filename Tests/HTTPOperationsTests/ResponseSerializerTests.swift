@@ -174,6 +174,16 @@ extension AllTests {
             }
         }
 
+        @Test(arguments: [404, 422, 503])
+        func aFailedResponseKeepsItsBodyAndItsDecodedObject(status: Int) async throws {
+            let op = operation(.jsonStatus(status))
+            op.responseSerializer = JSONResponseSerializer()
+            let error = try #require(try await run(op).error as? ResponseValidationError)
+            #expect(error.statusCode == status)
+            #expect(error.data.map { String(decoding: $0, as: UTF8.self) }?.contains("explained") == true)
+            #expect((op.responseObject as? [String: Any])?["message"] as? String == "error \(status) explained")
+        }
+
         /// Random, truncated and mutated bytes: every serializer answers with a value or a
         /// typed error, and never crashes.
         @Test func serializersSurviveRandomAndTruncatedBytes() throws {

@@ -124,8 +124,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         abortReason = nil
         completeWithoutBody = false
         operation.state.withLock { $0.currentRequest = next }
-        if let stream = next.httpBodyStream, stream.streamStatus != .notOpen {
-            // A stream cannot be read twice; a 307/308 that keeps the body needs a new one.
+        if let stream = next.httpBodyStream, stream.streamStatus != .notOpen,
+           (stream as? RewindableBodyStream)?.rewind() != true {
+            // A plain stream cannot be read twice; a 307/308 that keeps the body needs a new one.
             finish(response: nil, error: URLError(.requestBodyStreamExhausted, url: next.url,
                                                   description: "The request body stream was already sent once."))
             return

@@ -50,7 +50,9 @@ final class CurlTransfer {
         curl_easy_cleanup(easy)
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
-        if bodyStreamOpened, case .stream(let stream, _) = request.body {
+        // A rewindable stream may be sent again by the next transfer (a 307/308 redirect), so
+        // it is not this transfer's to close; it closes its own resources at its end.
+        if bodyStreamOpened, case .stream(let stream, _) = request.body, !(stream is RewindableBodyStream) {
             stream.close()
         }
     }
@@ -114,6 +116,10 @@ final class CurlTransfer {
 
         configureMethodAndBody(userData: me)
         configureHeaders()
+
+        if case .stream(let stream, _) = request.body, let rate = (stream as? RewindableBodyStream)?.maximumSendRate {
+            ccurl_easy_setopt_off(easy, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate))
+        }
 
         if let file = request.trustedCertificateFile {
             setString(CURLOPT_CAINFO, file)
@@ -226,12 +232,18 @@ final class CurlTransfer {
     }
 
     /// curl rewinds the body when it must send it again (an authentication round, a retried
-    /// connection). In-memory bodies rewind; streams cannot.
+    /// connection). In-memory bodies seek anywhere; a ``RewindableBodyStream`` goes back to
+    /// its start; other streams cannot.
     private func seekBody(to offset: curl_off_t, origin: Int32) -> Int32 {
-        guard case .data(let data) = request.body, origin == SEEK_SET, offset >= 0, offset <= data.count else {
+        guard origin == SEEK_SET, offset >= 0 else { return ccurl_seekfunc_cantseek }
+        switch request.body {
+        case .data(let data) where offset <= data.count:
+            bodyOffset = Int(offset)
+            return ccurl_seekfunc_ok
+        case .stream(let stream, _) where offset == 0:
+            return (stream as? RewindableBodyStream)?.rewind() == true ? ccurl_seekfunc_ok : ccurl_seekfunc_cantseek
+        default:
             return ccurl_seekfunc_cantseek
         }
-        bodyOffset = Int(offset)
-        return ccurl_seekfunc_ok
     }
 }

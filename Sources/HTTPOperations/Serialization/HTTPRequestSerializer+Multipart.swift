@@ -1,0 +1,39 @@
+import Foundation
+
+extension HTTPRequestSerializer {
+    /// A request with a streamed `multipart/form-data` body: `parameters` as form fields
+    /// first (named as in a query: `key[sub]`, `key[]`), then the parts the block appends.
+    ///
+    /// The body is read as curl sends it; `Content-Length` is exact; the boundary is random.
+    /// Parameters never go to the query here, whatever the method.
+    ///
+    /// - Parameters:
+    ///   - method: Normally POST or PUT.
+    ///   - urlString: The URL.
+    ///   - parameters: Form fields.
+    ///   - block: Appends the parts; may throw (a file that cannot be read does).
+    /// - Throws: ``RequestSerializationError``, or what `block` throws.
+    public func multipartFormRequest(method: String, urlString: String, parameters: [String: Any]? = nil,
+                                     constructingBodyWith block: ((MultipartFormData) throws -> Void)? = nil) throws -> URLRequest {
+        guard let url = URL(string: urlString) else {
+            throw RequestSerializationError(.invalidURL(urlString))
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = method.uppercased()
+        request = applyingDefaults(to: request)
+        let form = MultipartFormData()
+        for pair in QueryString.pairs(key: nil, value: parameters ?? [:]) {
+            let value = pair.value.map(QueryString.describe) ?? ""
+            guard let data = value.data(using: stringEncoding) else {
+                throw RequestSerializationError(.unencodableString)
+            }
+            form.appendPart(formData: data, name: pair.field)
+        }
+        try block?(form)
+        let stream = MultipartBodyStream(form)
+        request.httpBodyStream = stream
+        request.setValue("multipart/form-data; boundary=\(form.boundary)", forHTTPHeaderField: "Content-Type")
+        request.setValue("\(stream.contentLength)", forHTTPHeaderField: "Content-Length")
+        return request
+    }
+}
