@@ -21,9 +21,28 @@ extension AllTests {
         @Test func http2IsUsedWhenTheServerOffersItOverTLS() async throws {
             let nginx = ExternalServers.nginx
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.tlsBaseURL + "/protocol")!))
-            op.trustedCertificateFile = nginx.certificateAuthorityFile
+            op.securityPolicy = SecurityPolicy(trustedCertificateAuthorities: URL(fileURLWithPath: nginx.certificateAuthorityFile))
             #expect(try await run(op).error == nil)
             #expect(op.responseString == "HTTP/2.0")
+        }
+
+        @Test func invalidCertificatesCanBeAllowedForDevelopment() async throws {
+            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: ExternalServers.nginx.tlsBaseURL + "/protocol")!))
+            op.securityPolicy = SecurityPolicy(allowInvalidCertificates: true)
+            #expect(try await run(op).error == nil)
+        }
+
+        @Test func theHostNameIsVerifiedUnlessToldOtherwise() async throws {
+            // The certificate names localhost and 127.0.0.1, not 127.0.0.2 (also loopback).
+            let nginx = ExternalServers.nginx
+            let url = URL(string: "https://127.0.0.2:\(nginx.tlsPort)/protocol")!
+            let authorities = URL(fileURLWithPath: nginx.certificateAuthorityFile)
+            let strict = HTTPRequestOperation(request: URLRequest(url: url))
+            strict.securityPolicy = SecurityPolicy(trustedCertificateAuthorities: authorities)
+            #expect(try await run(strict).urlErrorCode == .serverCertificateUntrusted)
+            let lenient = HTTPRequestOperation(request: URLRequest(url: url))
+            lenient.securityPolicy = SecurityPolicy(trustedCertificateAuthorities: authorities, validatesDomainName: false)
+            #expect(try await run(lenient).error == nil)
         }
 
         @Test func anUntrustedCertificateIsRefused() async throws {

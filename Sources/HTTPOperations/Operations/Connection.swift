@@ -29,7 +29,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     private let outputStream: OutputStream?
     let uploadProgress: ProgressReporter?
     let downloadProgress: ProgressReporter?
-    private let trustedCertificateFile: String?
+    private let securityPolicy: SecurityPolicy
     let download: DownloadConfiguration
 
     var request: URLRequest
@@ -77,7 +77,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.challengeBlock = configuration.challengeBlock
         self.outputStream = configuration.outputStream.value
         self.credential = configuration.credential
-        self.trustedCertificateFile = configuration.trustedCertificateFile
+        self.securityPolicy = configuration.securityPolicy
         self.download = configuration.download
         self.validator = configuration.download.validator
         self.knownLength = configuration.download.knownLength
@@ -136,7 +136,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             // redirect leads.
             let sameOrigin = next.url.flatMap { url in operation.request.url.map { RedirectPolicy.isSameOrigin($0, url) } } ?? false
             var transferRequest = try TransferRequest(next, credential: sameOrigin ? credential : nil)
-            transferRequest.trustedCertificateFile = trustedCertificateFile
+            transferRequest.securityPolicy = securityPolicy
             addRangeHeaders(to: &transferRequest)
             let transfer = CurlTransfer(request: transferRequest, delegate: self)
             if isPaused {

@@ -67,7 +67,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var downloadProgress: TransferProgressBlock?
         var redirectBlock: RedirectResponseBlock?
         var challengeBlock: AuthenticationChallengeBlock?
-        var trustedCertificateFile: String?
+        var securityPolicy = SecurityPolicy.default
         /// Downloads: where the body goes, how it continues, and what it must add up to.
         var download = DownloadConfiguration()
         var downloadMetrics = DownloadMetrics()
@@ -75,6 +75,10 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var logger = Logger(label: "HTTPOperations", factory: { _ in SwiftLogNoOpLogHandler() })
         /// The network-side half of the operation, while it is executing or paused.
         var connection: Connection?
+        /// Run once the outcome is known, before the finished state (see `whenOutcomeKnown`).
+        var outcomeObservers: [@Sendable (URLConnectionOperation) -> Void] = []
+        /// Set when the observers are taken to run; later ones run at once.
+        var outcomeObserversTaken = false
     }
 
     let state: Mutex<State>
@@ -215,12 +219,11 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         set { state.withLock { $0.maximumRedirects = max(0, newValue) } }
     }
 
-    /// A PEM file of certificate authorities to trust instead of the system's. Internal until
-    /// the security policy makes TLS trust configurable; the tests use it to reach a server
-    /// with a certificate made for the test.
-    var trustedCertificateFile: String? {
-        get { state.withLock { $0.trustedCertificateFile } }
-        set { state.withLock { $0.trustedCertificateFile = newValue } }
+    /// How the server's TLS certificate is trusted. Default: the system's authorities, with
+    /// the chain and the host name verified.
+    public var securityPolicy: SecurityPolicy {
+        get { state.withLock { $0.securityPolicy } }
+        set { state.withLock { $0.securityPolicy = newValue } }
     }
 
     /// Where the operation logs: silent by default. It is captured when the operation starts
@@ -273,6 +276,14 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     open override func start() {
         guard transition(to: .executing) else { return }
         NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
+        do {
+            if let prepared = try prepareRequest() {
+                state.withLock { $0.currentRequest = prepared }
+            }
+        } catch {
+            conclude(response: nil, data: nil, error: error)
+            return
+        }
         let connection = state.withLock { state -> Connection? in
             guard !state.cancelRequested else { return nil }
             // A pause that came between the transition and now must not be lost.
@@ -331,6 +342,29 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         }
     }
 
+    /// Called by `start()` before the transfer begins, on the thread that starts the
+    /// operation. Return a request to send instead of ``request`` (``currentRequest`` becomes
+    /// it), or nil to send ``request``. An error fails the operation with it, sending nothing.
+    ///
+    /// The base implementation returns nil. Operations whose request depends on others'
+    /// results override it (``DependentRequestOperation``).
+    open func prepareRequest() throws -> URLRequest? {
+        nil
+    }
+
+    /// Runs `observer` once the operation's outcome is known: after ``processResponse()`` (and
+    /// so after the success or failure block), before the operation is marked finished, on
+    /// the completion queue. Operations that depend on this one start after it. Added after
+    /// the outcome is known, it runs at once.
+    func whenOutcomeKnown(_ observer: @escaping @Sendable (URLConnectionOperation) -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            guard !state.outcomeObserversTaken else { return true }
+            state.outcomeObservers.append(observer)
+            return false
+        }
+        if runNow { observer(self) }
+    }
+
     // MARK: - Completion
 
     /// Turns what was received into a result. Runs once, on ``completionQueue``, after the
@@ -372,6 +406,12 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
                 self.state.withLock { $0.error = failure }
             }
             self.processResponse()
+            let observers = self.state.withLock { state in
+                state.outcomeObserversTaken = true
+                defer { state.outcomeObservers.removeAll() }
+                return state.outcomeObservers
+            }
+            for observer in observers { observer(self) }
             self.transition(to: .finished)
             logger.debug("operation finished", metadata: ["error": "\(self.error.map { "\($0)" } ?? "none")"])
             NotificationCenter.default.post(name: .networkingOperationDidFinish, object: self)

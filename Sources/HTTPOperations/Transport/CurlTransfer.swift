@@ -121,8 +121,15 @@ final class CurlTransfer {
             ccurl_easy_setopt_off(easy, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate))
         }
 
-        if let file = request.trustedCertificateFile {
-            setString(CURLOPT_CAINFO, file)
+        let policy = request.securityPolicy
+        if let authorities = policy.trustedCertificateAuthorities {
+            setString(CURLOPT_CAINFO, authorities.path)
+        }
+        if policy.allowInvalidCertificates {
+            setLong(CURLOPT_SSL_VERIFYPEER, 0)
+            setLong(CURLOPT_SSL_VERIFYHOST, 0)
+        } else if !policy.validatesDomainName {
+            setLong(CURLOPT_SSL_VERIFYHOST, 0)
         }
 
         if let credential = request.credential {

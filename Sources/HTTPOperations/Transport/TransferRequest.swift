@@ -22,8 +22,8 @@ struct TransferRequest: @unchecked Sendable {
     var timeout: TimeInterval
     /// User name and password for Basic or Digest authentication, negotiated by curl.
     var credential: (user: String, password: String)?
-    /// A PEM file of certificate authorities to trust instead of the system's.
-    var trustedCertificateFile: String?
+    /// What TLS certificates to trust.
+    var securityPolicy = SecurityPolicy.default
 
     /// Builds the transfer for `request`.
     ///

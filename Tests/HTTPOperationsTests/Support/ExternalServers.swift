@@ -149,6 +149,7 @@ struct Nginx: Sendable {
             server {
                 listen 127.0.0.1:\(port);
                 listen 127.0.0.1:\(tlsPort) ssl http2;
+                listen 127.0.0.2:\(tlsPort) ssl http2;
                 ssl_certificate \(cert);
                 ssl_certificate_key \(key);
                 root \(prefix)/www;
