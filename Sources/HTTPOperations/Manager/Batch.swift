@@ -1,0 +1,46 @@
+import Foundation
+import Synchronization
+
+extension HTTPRequestOperationManager {
+    /// Called as each operation of a batch finishes: how many have, of how many.
+    public typealias BatchProgress = @Sendable (_ finished: Int, _ total: Int) -> Void
+    /// Called once every operation of a batch has finished, with them all.
+    public typealias BatchCompletion = @Sendable (_ operations: [URLConnectionOperation]) -> Void
+
+    /// `operations` followed by a completion operation that depends on all of them.
+    ///
+    /// `progress` runs as each operation's outcome is known, after its own success or failure
+    /// block, on that operation's completion queue. The completion operation runs after every
+    /// one of them has finished — so after all their blocks and every progress call. An empty
+    /// batch's completion runs as soon as it is enqueued.
+    ///
+    /// - Returns: The operations and, last, the completion operation; enqueue them all (or use
+    ///   ``enqueueBatch(of:progress:completion:)``).
+    public static func batch(of operations: [URLConnectionOperation], progress: BatchProgress? = nil,
+                             completion: BatchCompletion? = nil) -> [Operation] {
+        let finished = Mutex(0)
+        let total = operations.count
+        for operation in operations {
+            operation.whenOutcomeKnown { _ in
+                let count = finished.withLock { count -> Int in
+                    count += 1
+                    return count
+                }
+                progress?(count, total)
+            }
+        }
+        let all = Handover(operations)
+        let done = BlockOperation { completion?(all.value) }
+        operations.forEach(done.addDependency)
+        return operations + [done]
+    }
+
+    /// Makes a batch (see ``batch(of:progress:completion:)``) and enqueues it.
+    @discardableResult
+    public func enqueueBatch(of operations: [URLConnectionOperation], progress: BatchProgress? = nil,
+                             completion: BatchCompletion? = nil) -> [Operation] {
+        let batch = Self.batch(of: operations, progress: progress, completion: completion)
+        batch.forEach(enqueue)
+        return batch
+    }
+}

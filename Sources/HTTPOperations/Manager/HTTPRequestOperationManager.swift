@@ -1,0 +1,205 @@
+import Foundation
+import Synchronization
+
+/// Where users meet the AFNetworking 2.0 model: a base URL, a request serializer, a response
+/// serializer, a security policy and an `OperationQueue`, with one method per HTTP verb.
+///
+/// ```swift
+/// let manager = HTTPRequestOperationManager(baseURL: URL(string: "https://api.example/v1"))
+/// manager.get("users", parameters: ["page": 2], success: { operation, users in
+///     print(users ?? "none")
+/// }, failure: { operation, error in
+///     print("failed:", error)
+/// })
+/// ```
+///
+/// Relative URL strings resolve against ``baseURL`` as `URL(string:relativeTo:)` does, with
+/// one convenience kept from AFNetworking 2.0: a base URL whose path lacks a trailing slash
+/// gets one, so `https://api.example/v1` + `users` is `https://api.example/v1/users`. A
+/// string starting with `/` replaces the base path (`/users` → `https://api.example/users`),
+/// and an absolute URL string ignores the base.
+///
+/// ## Subclassing notes
+///
+/// Subclass the manager to add endpoints or defaults; override
+/// ``httpRequestOperation(with:success:failure:)`` to configure every operation it makes. To
+/// make the manager produce your own `HTTPRequestOperation` subclass, set
+/// ``operationFactory``.
+open class HTTPRequestOperationManager: @unchecked Sendable {
+    // @unchecked Sendable: every mutable setting lives in `settings`, behind its Mutex;
+    // `baseURL` and `operationQueue` are constants (the queue is thread-safe).
+
+    /// Makes the operation for a request; see ``operationFactory``.
+    public typealias OperationFactory = @Sendable (URLRequest) -> HTTPRequestOperation
+    /// Called with the operation and its response object.
+    public typealias Success = @Sendable (_ operation: HTTPRequestOperation, _ responseObject: Any?) -> Void
+    /// Called with the operation (nil when none was made) and the error.
+    public typealias Failure = @Sendable (_ operation: HTTPRequestOperation?, _ error: any Error) -> Void
+
+    private struct Settings {
+        var requestSerializer = HTTPRequestSerializer()
+        var responseSerializer: any URLResponseSerialization = JSONResponseSerializer()
+        var securityPolicy = SecurityPolicy.default
+        var completionQueue: DispatchQueue?
+        var completionGroup: DispatchGroup?
+        var credential: URLCredential?
+        var timeoutInterval: TimeInterval?
+        var operationFactory: OperationFactory = { HTTPRequestOperation(request: $0) }
+    }
+
+    private let settings = Mutex(Settings())
+
+    /// The URL relative URL strings resolve against.
+    public let baseURL: URL?
+
+    /// The queue the verb methods enqueue on, owned by the manager. Set its
+    /// `maxConcurrentOperationCount` as you need.
+    public let operationQueue = OperationQueue()
+
+    /// Holds operations until their dependencies have finished, so the queue only ever sees
+    /// ready operations (see ``enqueue(_:)``).
+    let scheduler: DependencyScheduler
+
+    /// Creates a manager.
+    ///
+    /// - Parameter baseURL: The URL relative URL strings resolve against; a trailing slash is
+    ///   added to its path when missing.
+    public init(baseURL: URL? = nil) {
+        if let baseURL, !baseURL.path.isEmpty, !baseURL.absoluteString.hasSuffix("/") {
+            self.baseURL = baseURL.appendingPathComponent("")
+        } else {
+            self.baseURL = baseURL
+        }
+        operationQueue.name = "HTTPOperations.manager"
+        scheduler = DependencyScheduler(queue: operationQueue)
+    }
+
+    // MARK: - Settings
+
+    /// Builds requests. Default: an ``HTTPRequestSerializer`` (query or form body).
+    public var requestSerializer: HTTPRequestSerializer {
+        get { settings.withLock { $0.requestSerializer } }
+        set { settings.withLock { $0.requestSerializer = newValue } }
+    }
+
+    /// Validates and decodes responses. Default: a ``JSONResponseSerializer``.
+    public var responseSerializer: any URLResponseSerialization {
+        get { settings.withLock { $0.responseSerializer } }
+        set { settings.withLock { $0.responseSerializer = newValue } }
+    }
+
+    /// Passed to every operation. Default ``SecurityPolicy/default``.
+    public var securityPolicy: SecurityPolicy {
+        get { settings.withLock { $0.securityPolicy } }
+        set { settings.withLock { $0.securityPolicy = newValue } }
+    }
+
+    /// The queue callbacks run on; nil means a global concurrent queue.
+    public var completionQueue: DispatchQueue? {
+        get { settings.withLock { $0.completionQueue } }
+        set { settings.withLock { $0.completionQueue = newValue } }
+    }
+
+    /// A group every callback enters while it runs.
+    public var completionGroup: DispatchGroup? {
+        get { settings.withLock { $0.completionGroup } }
+        set { settings.withLock { $0.completionGroup = newValue } }
+    }
+
+    /// Passed to every operation, for Basic or Digest authentication.
+    public var credential: URLCredential? {
+        get { settings.withLock { $0.credential } }
+        set { settings.withLock { $0.credential = newValue } }
+    }
+
+    /// The idle timeout of requests whose serializer sets none. nil keeps `URLRequest`'s 60 s.
+    public var timeoutInterval: TimeInterval? {
+        get { settings.withLock { $0.timeoutInterval } }
+        set { settings.withLock { $0.timeoutInterval = newValue } }
+    }
+
+    /// Makes the operation for each request: set it to produce your `HTTPRequestOperation`
+    /// subclass. Default `HTTPRequestOperation(request:)`.
+    public var operationFactory: OperationFactory {
+        get { settings.withLock { $0.operationFactory } }
+        set { settings.withLock { $0.operationFactory = newValue } }
+    }
+
+    // MARK: - Operations
+
+    /// The absolute URL for `urlString`, resolved against ``baseURL``.
+    ///
+    /// - Throws: ``RequestSerializationError`` with `.invalidURL`.
+    public func url(for urlString: String) throws -> URL {
+        guard let url = URL(string: urlString, relativeTo: baseURL)?.absoluteURL, url.scheme != nil else {
+            throw RequestSerializationError(.invalidURL(urlString))
+        }
+        return url
+    }
+
+    /// Makes an operation for `request`, configured with this manager's response serializer,
+    /// security policy, credential and completion queue and group, without enqueueing it.
+    open func httpRequestOperation(with request: URLRequest, success: Success?, failure: Failure?) -> HTTPRequestOperation {
+        let operation = settings.withLock { $0.operationFactory }(request)
+        configure(operation, success: success, failure: failure)
+        return operation
+    }
+
+    /// Gives `operation` this manager's serializer, policy, credential, queue and blocks.
+    func configure(_ operation: HTTPRequestOperation, success: Success?, failure: Failure?) {
+        let settings = settings.withLock { $0 }
+        operation.responseSerializer = settings.responseSerializer
+        operation.securityPolicy = settings.securityPolicy
+        operation.credential = settings.credential
+        operation.completionQueue = settings.completionQueue
+        operation.completionGroup = settings.completionGroup
+        var failureBlock: HTTPRequestOperation.FailureBlock?
+        if let failure {
+            failureBlock = { @Sendable operation, error in failure(operation, error) }
+        }
+        operation.setCompletionBlockWithSuccess(success, failure: failureBlock)
+    }
+
+    /// Enqueues `operation` on ``operationQueue`` — at once when it is ready, or as soon as
+    /// every dependency has finished. Foundation's queue re-examines every operation that is
+    /// not ready each time one finishes (measured: 13 s for a 10,000-long chain), so the
+    /// manager keeps waiting operations to itself.
+    public func enqueue(_ operation: Operation) {
+        scheduler.enqueue(operation)
+    }
+
+    /// Builds a request for `method` and enqueues its operation; on a serializer error calls
+    /// `failure` on the completion queue and returns nil.
+    func perform(_ method: String, _ urlString: String, parameters: Any?,
+                 body: ((MultipartFormData) throws -> Void)? = nil,
+                 success: Success?, failure: Failure?) -> HTTPRequestOperation? {
+        do {
+            let request = try makeRequest(method, urlString, parameters: parameters, body: body)
+            let operation = httpRequestOperation(with: request, success: success, failure: failure)
+            enqueue(operation)
+            return operation
+        } catch {
+            let (queue, group) = settings.withLock { ($0.completionQueue ?? .global(), $0.completionGroup) }
+            queue.async(group: group) { failure?(nil, error) }
+            return nil
+        }
+    }
+
+    /// The request for a verb method, from the request serializer.
+    func makeRequest(_ method: String, _ urlString: String, parameters: Any?,
+                     body: ((MultipartFormData) throws -> Void)? = nil) throws -> URLRequest {
+        let url = try url(for: urlString).absoluteString
+        let (serializer, timeout) = settings.withLock { ($0.requestSerializer, $0.timeoutInterval) }
+        var request: URLRequest
+        if let body {
+            request = try serializer.multipartFormRequest(method: method, urlString: url,
+                                                          parameters: parameters as? [String: Any], constructingBodyWith: body)
+        } else {
+            request = try serializer.request(method: method, urlString: url, parameters: parameters)
+        }
+        if let timeout, serializer.timeoutInterval == nil {
+            request.timeoutInterval = timeout
+        }
+        return request
+    }
+}
