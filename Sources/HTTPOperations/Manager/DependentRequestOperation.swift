@@ -10,9 +10,17 @@ public struct DependencyError: Error, @unchecked Sendable, CustomStringConvertib
     /// Its error: `URLError(.cancelled)` for a cancelled one.
     public let underlying: (any Error)?
 
-    /// Whether the dependency was cancelled rather than failed.
+    /// Whether the failure started with a cancellation — of the dependency itself, or of one
+    /// further up its chain.
     public var dependencyWasCancelled: Bool {
-        failedOperation.isCancelled || (underlying as? URLError)?.code == .cancelled
+        if failedOperation.isCancelled || (underlying as? URLError)?.code == .cancelled { return true }
+        return (underlying as? DependencyError)?.dependencyWasCancelled ?? false
+    }
+
+    /// The operation where the failure started: the first one up the chain that failed on
+    /// its own rather than because of a dependency.
+    public var rootFailedOperation: Operation {
+        (underlying as? DependencyError)?.rootFailedOperation ?? failedOperation
     }
 
     public var description: String {
