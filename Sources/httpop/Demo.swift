@@ -26,38 +26,56 @@ struct Demo: ParsableCommand {
         say("\nDone: every operation reported exactly once, on its completion queue.")
     }
 
-    /// Three requests where each depends on the one before: they run one after another even
-    /// on a queue that allows four at once.
+    /// A chain through the manager: log in, then fetch with the token from the login
+    /// response, then fetch something else; each request is built when the one before has
+    /// answered. Operations are made and configured first, then enqueued.
     private func chain(_ server: TestServer, _ log: DemoLog) throws {
-        say("1. A chain of dependent requests on one queue (up to 4 at once)")
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 4
-        let steps: [(String, Endpoint)] = [("log in", .delay(milliseconds: 120)), ("fetch profile", .echo), ("fetch avatar", .bytes(4096))]
-        var previous: HTTPRequestOperation?
-        var operations: [HTTPRequestOperation] = []
-        for (name, endpoint) in steps {
-            let operation = HTTPRequestOperation(request: URLRequest(url: server.url(endpoint)))
-            log.watch(operation, name: name)
-            if let previous { operation.addDependency(previous) }
-            previous = operation
-            operations.append(operation)
+        say("1. A chain of dependent requests through the manager (up to 4 at once)")
+        let manager = HTTPRequestOperationManager(baseURL: server.baseURL)
+        manager.operationQueue.maxConcurrentOperationCount = 4
+        let finished = DispatchSemaphore(value: 0)
+
+        let loginRequest = try manager.requestSerializer.request(method: "POST", urlString: server.url(.echo).absoluteString,
+                                                                 parameters: ["token": "t0k3n"])
+        let login = manager.httpRequestOperation(with: loginRequest, success: nil, failure: nil)
+        log.watch(login, name: "log in")
+        let profile = DependentRequestOperation(dependencies: [login]) { dependencies in
+            let echo = (dependencies[0] as? HTTPRequestOperation)?.responseObject as? [String: Any]
+            let token = ((echo?["body"] as? String) ?? "").replacingOccurrences(of: "token=", with: "")
+            var request = URLRequest(url: server.url(.echo))
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            return request
         }
-        // Added in reverse: the dependencies, not the order of adding, decide the order.
-        operations.reversed().forEach(queue.addOperation)
-        queue.waitUntilAllOperationsAreFinished()
-        say("")
+        profile.responseSerializer = JSONResponseSerializer()
+        log.watch(profile, name: "fetch profile (with the token)")
+        let avatar = DependentRequestOperation(dependencies: [profile]) { _ in URLRequest(url: server.url(.delay(milliseconds: 50))) }
+        log.watch(avatar, name: "fetch avatar", then: { finished.signal() })
+
+        // Enqueued last first: the dependencies, not the order, decide when each runs.
+        [avatar, profile, login].forEach(manager.enqueue)
+        finished.wait()
+        let sent = (profile.responseObject as? [String: Any])?["headers"] as? [String: String]
+        say("   the profile request carried: Authorization: \(sent?["authorization"] ?? "(none)")\n")
     }
 
     private func parallel(_ server: TestServer, _ log: DemoLog) throws {
-        say("2. Twenty requests at once, over reused keep-alive connections")
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 20
+        say("2. A batch of twenty requests, with progress, over reused keep-alive connections")
+        let manager = HTTPRequestOperationManager(baseURL: server.baseURL)
+        manager.operationQueue.maxConcurrentOperationCount = 20
         let started = Date()
-        let operations = (0..<20).map { index in HTTPRequestOperation(request: URLRequest(url: server.url(.bytes(1000 + index)))) }
-        operations.forEach(queue.addOperation)
-        queue.waitUntilAllOperationsAreFinished()
-        let succeeded = operations.filter { $0.error == nil && $0.responseData?.count == 1000 + operations.firstIndex(of: $0)! }.count
-        say("   \(succeeded) of 20 succeeded, with the right bodies, in \(log.milliseconds(since: started)) ms\n")
+        let done = DispatchSemaphore(value: 0)
+        let operations = (0..<20).map { index in
+            manager.httpRequestOperation(with: URLRequest(url: server.url(.bytes(1000 + index))), success: nil, failure: nil)
+        }
+        operations.forEach { $0.responseSerializer = HTTPResponseSerializer() }
+        manager.enqueueBatch(of: operations, progress: { finished, total in
+            if finished % 5 == 0 { say("   \(finished) of \(total) finished") }
+        }, completion: { operations in
+            let succeeded = operations.enumerated().filter { $1.error == nil && $1.responseData?.count == 1000 + $0 }.count
+            say("   \(succeeded) of 20 succeeded, with the right bodies, in \(log.milliseconds(since: started)) ms\n")
+            done.signal()
+        })
+        done.wait()
     }
 
     private func failures(_ server: TestServer, _ log: DemoLog) throws {
@@ -123,18 +141,21 @@ final class DemoLog: Sendable {
         _ = NotificationCenter.default.addObserver(forName: .networkingOperationDidStart, object: nil, queue: nil) { [self] note in
             guard let operation = note.object as? HTTPRequestOperation,
                   let name = names.withLock({ $0[ObjectIdentifier(operation)] }) else { return }
-            say("   [\(String(format: "%4d", milliseconds(since: start))) ms] start   \(name)  \(operation.request.httpMethod ?? "GET") \(operation.request.url?.path ?? "")")
+            say("   [\(String(format: "%4d", milliseconds(since: start))) ms] start   \(name)  \(operation.currentRequest.httpMethod ?? "GET") \(operation.currentRequest.url?.path ?? "")")
         }
     }
 
-    func watch(_ operation: HTTPRequestOperation, name: String) {
+    /// Names `operation` in the log, prints its outcome, then runs `then`.
+    func watch(_ operation: HTTPRequestOperation, name: String, then: (@Sendable () -> Void)? = nil) {
         names.withLock { $0[ObjectIdentifier(operation)] = name }
         operation.setCompletionBlockWithSuccess({ [self] operation, _ in
             names.withLock { $0[ObjectIdentifier(operation)] = nil }
             say("   [\(String(format: "%4d", milliseconds(since: start))) ms] success \(name)  \(operation.response?.statusCode ?? 0), \(operation.responseData?.count ?? 0) bytes")
+            then?()
         }, failure: { [self] operation, error in
             names.withLock { $0[ObjectIdentifier(operation)] = nil }
             say("   [\(String(format: "%4d", milliseconds(since: start))) ms] failure \(name)  \(error)")
+            then?()
         })
     }
 

@@ -275,15 +275,17 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// `URLError(.cancelled)`.
     open override func start() {
         guard transition(to: .executing) else { return }
-        NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
         do {
             if let prepared = try prepareRequest() {
                 state.withLock { $0.currentRequest = prepared }
             }
         } catch {
+            NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
             conclude(response: nil, data: nil, error: error)
             return
         }
+        // After prepareRequest(), so observers see the request that is sent.
+        NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
         let connection = state.withLock { state -> Connection? in
             guard !state.cancelRequested else { return nil }
             // A pause that came between the transition and now must not be lost.
