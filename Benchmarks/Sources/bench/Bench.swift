@@ -18,6 +18,12 @@ struct Bench: ParsableCommand {
         case raw
         /// HTTPRequestOperations on an OperationQueue, as a user would write it.
         case operations
+        /// `count` operations chained by addDependency, each one GET, enqueued through the
+        /// manager (which holds waiting operations off the queue).
+        case chainThroughManager
+        /// The same chain handed to OperationQueue at once (Foundation re-examines every
+        /// waiting operation whenever one finishes).
+        case chainOnQueue
     }
 
     @Option(help: "The client: \(Client.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -59,6 +65,8 @@ struct Bench: ParsableCommand {
             return (result.completed, result.failed, result.body_bytes)
         case .operations:
             return try measureOperations()
+        case .chainThroughManager, .chainOnQueue:
+            return try measureChain(throughManager: client == .chainThroughManager)
         }
     }
 
@@ -86,6 +94,29 @@ struct Bench: ParsableCommand {
         }
         allDone.wait()
         return totals.withLock { ($0.completed, $0.failed, $0.bytes) }
+    }
+
+    private func measureChain(throughManager: Bool) throws -> (Int, Int, Int64) {
+        guard let target = URL(string: url) else { throw ValidationError("bad URL") }
+        let manager = HTTPRequestOperationManager()
+        manager.operationQueue.maxConcurrentOperationCount = inFlight
+        manager.responseSerializer = HTTPResponseSerializer()
+        let totals = Mutex((completed: 0, failed: 0))
+        let allDone = DispatchSemaphore(value: 0)
+        let total = count
+        var previous: Operation?
+        for _ in 0..<count {
+            let operation = manager.httpRequestOperation(with: URLRequest(url: target), success: { _, _ in
+                if totals.withLock({ $0.completed += 1; return $0.completed + $0.failed == total }) { allDone.signal() }
+            }, failure: { _, _ in
+                if totals.withLock({ $0.failed += 1; return $0.completed + $0.failed == total }) { allDone.signal() }
+            })
+            if let previous { operation.addDependency(previous) }
+            if throughManager { manager.enqueue(operation) } else { manager.operationQueue.addOperation(operation) }
+            previous = operation
+        }
+        allDone.wait()
+        return totals.withLock { ($0.completed, $0.failed, 0) }
     }
 
     private func cpuSeconds() -> Double {
