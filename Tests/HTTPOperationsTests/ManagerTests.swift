@@ -228,6 +228,60 @@ extension AllTests {
             #expect(sizes.withLock { $0 } == (1...50).reduce(0, +))
         }
 
+        /// The subclassing example of Docs/GettingStarted.md, run.
+        final class TracedOperation: HTTPRequestOperation, @unchecked Sendable {
+            override func processResponse() {
+                super.processResponse()
+                userInfo["traced"] = currentRequest.value(forHTTPHeaderField: "X-Trace-ID")
+            }
+        }
+
+        final class APIClient: HTTPRequestOperationManager, @unchecked Sendable {
+            init() {
+                super.init(baseURL: testServer.baseURL)
+                operationFactory = { request in
+                    var request = request
+                    request.setValue(UUID().uuidString, forHTTPHeaderField: "X-Trace-ID")
+                    return TracedOperation(request: request)
+                }
+                operationQueue.maxConcurrentOperationCount = 16
+            }
+        }
+
+        @Test func aManagerSubclassWithItsOwnOperationClass() async throws {
+            let client = APIClient()
+            let outcome = try await client.get("echo")
+            let headers = (outcome.object as? [String: Any])?["headers"] as? [String: String]
+            #expect(headers?["x-trace-id"]?.count == 36)
+            let operation = try #require(client.get("bytes/1", success: nil, failure: nil) as? TracedOperation)
+            _ = try? await operation.outcome()
+            #expect(operation.userInfo["traced"] as? String == operation.currentRequest.value(forHTTPHeaderField: "X-Trace-ID"))
+        }
+
+        @Test func aFanOutRunsEveryDependentAfterTheSource() async throws {
+            let manager = manager()
+            let source = try #require(manager.get("echo", parameters: ["n": "7"], success: nil, failure: nil))
+            let recorder = OutcomeRecorder()
+            let dependents = (0..<10).map { index in
+                manager.chain(after: [source]) { dependencies in
+                    let query = ((dependencies[0] as? HTTPRequestOperation)?.responseObject as? [String: Any])?["query"] as? [String: String]
+                    return URLRequest(url: testServer.url(.echo).appendingPathComponent("\(index)-\(query?["n"] ?? "?")"))
+                }
+            }
+            dependents.forEach(recorder.watch)
+            try await recorder.done.wait(times: 10)
+            for (index, dependent) in dependents.enumerated() {
+                #expect(dependent.currentRequest.url?.lastPathComponent == "\(index)-7")
+            }
+        }
+
+        @Test func theDefaultTimeoutAppliesWhenTheSerializerSetsNone() throws {
+            let manager = manager()
+            manager.timeoutInterval = 3
+            let operation = try #require(manager.get("bytes/1", success: nil, failure: nil))
+            #expect(operation.request.timeoutInterval == 3)
+        }
+
         @Test func tenThousandOperationsAtThirtyTwoInFlightNoneLost() async throws {
             let manager = manager()
             manager.operationQueue.maxConcurrentOperationCount = 32
