@@ -9,6 +9,7 @@ let package = Package(
     dependencies: [
         .package(name: "HTTPOperations", path: ".."),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // The physical limit of the transport: a plain libcurl multi loop in C, with the
@@ -20,6 +21,7 @@ let package = Package(
                 "CRawCurl",
                 .product(name: "HTTPOperations", package: "HTTPOperations"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
     ],

@@ -1,6 +1,7 @@
 #include "raw_curl.h"
 
 #include <curl/curl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,7 +10,15 @@ typedef struct {
     char *data;
     size_t length;
     size_t capacity;
+    FILE *file;
 } slot;
+
+static size_t on_body_to_file(char *bytes, size_t size, size_t count, void *user) {
+    slot *s = user;
+    size_t n = fwrite(bytes, size, count, s->file) * size;
+    s->length += n;
+    return n;
+}
 
 static size_t on_body(char *bytes, size_t size, size_t count, void *user) {
     slot *s = user;
@@ -29,7 +38,11 @@ static size_t on_body(char *bytes, size_t size, size_t count, void *user) {
 
 /// Each transfer gets a fresh body buffer, and the finished one is handed off (freed), as
 /// any client's user receives a new body per response.
-static void start(CURLM *multi, slot *s, const char *url) {
+static void start(CURLM *multi, slot *s, const char *url, const char *path) {
+    if (path) {
+        if (s->file) fclose(s->file);
+        s->file = fopen(path, "wb");
+    }
     free(s->data);
     s->data = NULL;
     s->capacity = 0;
@@ -38,7 +51,7 @@ static void start(CURLM *multi, slot *s, const char *url) {
     curl_multi_add_handle(multi, s->easy);
 }
 
-raw_curl_result raw_curl_run(const char *url, long count, long in_flight) {
+raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const char *path) {
     raw_curl_result result = {0, 0, 0};
     CURLM *multi = curl_multi_init();
     curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
@@ -51,12 +64,12 @@ raw_curl_result raw_curl_run(const char *url, long count, long in_flight) {
         curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
         curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, path ? on_body_to_file : on_body);
         curl_easy_setopt(easy, CURLOPT_WRITEDATA, &slots[i]);
         curl_easy_setopt(easy, CURLOPT_PRIVATE, &slots[i]);
         slots[i].easy = easy;
         if (started < count) {
-            start(multi, &slots[i], url);
+            start(multi, &slots[i], url, path);
             started++;
         }
     }
@@ -77,7 +90,7 @@ raw_curl_result raw_curl_run(const char *url, long count, long in_flight) {
             if (code == CURLE_OK && status == 200) result.completed++; else result.failed++;
             result.body_bytes += (int64_t)s->length;
             if (started < count) {
-                start(multi, s, url);
+                start(multi, s, url, path);
                 started++;
             }
         }
@@ -88,6 +101,7 @@ raw_curl_result raw_curl_run(const char *url, long count, long in_flight) {
     for (long i = 0; i < in_flight; i++) {
         curl_easy_cleanup(slots[i].easy);
         free(slots[i].data);
+        if (slots[i].file) fclose(slots[i].file);
     }
     free(slots);
     curl_multi_cleanup(multi);

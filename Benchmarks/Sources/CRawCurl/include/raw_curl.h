@@ -15,6 +15,9 @@ typedef struct {
 /// multi handle driven by curl_multi_poll, with the options HTTPOperations sets (NOSIGNAL,
 /// ACCEPT_ENCODING "", HTTP/2 over TLS, keep-alive, no redirects). Each body is copied into a
 /// fresh, growing memory buffer, as HTTPOperations does by default.
-raw_curl_result raw_curl_run(const char *url, long count, long in_flight);
+///
+/// With `path` non-NULL, bodies are written to that file instead (truncated for each
+/// transfer), through stdio.
+raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const char *path);
 
 #endif

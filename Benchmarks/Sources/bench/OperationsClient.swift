@@ -1,0 +1,98 @@
+import Foundation
+import HTTPOperations
+import Synchronization
+
+/// HTTPOperations as a user writes it: operations through a manager.
+enum OperationsClient {
+    /// Counts outcomes and signals when the last one is in. Not
+    /// `waitUntilAllOperationsAreFinished()`: corelibs snapshots the queue's operations into
+    /// an array and holds it until the last finishes, keeping every body alive.
+    final class Counter: Sendable {
+        private let tally = Mutex(Tally())
+        private let done = DispatchSemaphore(value: 0)
+        private let total: Int
+
+        init(total: Int) { self.total = total }
+
+        func record(ok: Bool, bytes: Int64) {
+            let last = tally.withLock { tally -> Bool in
+                if ok { tally.completed += 1; tally.bytes += bytes } else { tally.failed += 1 }
+                return tally.completed + tally.failed == total
+            }
+            if last { done.signal() }
+        }
+
+        func wait() -> Tally {
+            if total > 0 { done.wait() }
+            return tally.withLock { $0 }
+        }
+    }
+
+    private static func manager(_ workload: Workload) -> HTTPRequestOperationManager {
+        let manager = HTTPRequestOperationManager()
+        manager.operationQueue.maxConcurrentOperationCount = workload.inFlight
+        manager.responseSerializer = HTTPResponseSerializer()
+        return manager
+    }
+
+    private static func operation(_ manager: HTTPRequestOperationManager, _ workload: Workload, _ counter: Counter) -> HTTPRequestOperation {
+        let file = workload.file.map { URL(fileURLWithPath: $0) }
+        let operation = manager.httpRequestOperation(with: URLRequest(url: workload.url), success: { operation, _ in
+            let bytes = file.map { ((try? FileManager.default.attributesOfItem(atPath: $0.path))?[.size] as? Int64) ?? 0 }
+                ?? Int64(operation.responseData?.count ?? 0)
+            counter.record(ok: true, bytes: bytes)
+        }, failure: { _, _ in counter.record(ok: false, bytes: 0) })
+        if let file {
+            operation.destinationURL = file
+            operation.retryPolicy = .none
+        }
+        return operation
+    }
+
+    static func run(_ workload: Workload) -> Tally {
+        let manager = manager(workload)
+        let counter = Counter(total: workload.count)
+        for _ in 0..<workload.count {
+            manager.enqueue(operation(manager, workload, counter))
+        }
+        return counter.wait()
+    }
+
+    static func chain(_ workload: Workload, throughManager: Bool) -> Tally {
+        let manager = manager(workload)
+        let counter = Counter(total: workload.count)
+        var previous: Operation?
+        for _ in 0..<workload.count {
+            let next = operation(manager, workload, counter)
+            if let previous { next.addDependency(previous) }
+            if throughManager { manager.enqueue(next) } else { manager.operationQueue.addOperation(next) }
+            previous = next
+        }
+        return counter.wait()
+    }
+
+    /// Operations cancelled before they start: start, the state machine, the completion queue,
+    /// the finished announcement and the notifications, with no transfer.
+    static func withoutIO(_ workload: Workload) -> Tally {
+        let manager = manager(workload)
+        let counter = Counter(total: workload.count)
+        for _ in 0..<workload.count {
+            let operation = HTTPRequestOperation(request: URLRequest(url: workload.url))
+            operation.setCompletionBlockWithSuccess(nil, failure: { _, _ in counter.record(ok: true, bytes: 0) })
+            operation.cancel()
+            manager.enqueue(operation)
+        }
+        return counter.wait()
+    }
+
+    /// Empty BlockOperations: what Foundation's queue costs alone.
+    static func blockOperations(_ workload: Workload) -> Tally {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = workload.inFlight
+        let counter = Counter(total: workload.count)
+        for _ in 0..<workload.count {
+            queue.addOperation { counter.record(ok: true, bytes: 0) }
+        }
+        return counter.wait()
+    }
+}
