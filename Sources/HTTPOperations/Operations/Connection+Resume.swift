@@ -107,8 +107,7 @@ extension Connection {
     func adoptIdentity(of head: ResponseHead) {
         guard head.statusCode == 200 else { return }
         validator = ResumeValidator(etag: head.value(of: "ETag"), lastModified: head.value(of: "Last-Modified"))
-        let encoded = head.value(of: "Content-Encoding").map { $0.lowercased() != "identity" } ?? false
-        knownLength = encoded ? nil : head.value(of: "Content-Length").flatMap(Int64.init)
+        knownLength = head.decodedContentLength
         // Saved now, so that a process killed mid-body can still resume with the validator.
         publishResumeData(saving: true)
     }

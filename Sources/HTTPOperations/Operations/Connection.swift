@@ -185,8 +185,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         if rangeSentFrom == nil {
             // A whole response: it names the version and length of what we now hold.
             adoptIdentity(of: head)
-            let encoded = head.value(of: "Content-Encoding").map { $0.lowercased() != "identity" } ?? false
-            expectedLength = encoded ? -1 : (head.value(of: "Content-Length").flatMap(Int64.init) ?? -1)
+            expectedLength = head.decodedContentLength ?? -1
             sink?.reserve(expectedLength)
         }
         // The HTTPURLResponse is built later, when someone asks, off this thread.
@@ -348,21 +347,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             operation.state.withLock { $0.resumeData = nil }
         }
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
-        let inMemory = sink.map { $0.destination == nil && $0.canRestart } ?? true
-        let data = separateBody ?? (inMemory ? sink?.memory ?? Data() : nil)
+        let data = separateBody ?? ((sink?.isMemory ?? true) ? sink?.memory ?? Data() : nil)
         operation.conclude(response: response, data: data, error: error, on: callbackQueue,
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
                            completion: completionCheck(succeeded: error == nil))
-    }
-}
-
-extension RequestBody {
-    /// The body's length when known up front.
-    var length: Int64? {
-        switch self {
-        case .none: 0
-        case .data(let data): Int64(data.count)
-        case .stream(_, let length): length
-        }
     }
 }

@@ -61,6 +61,12 @@ final class ResponseBodySink {
         return nil
     }
 
+    /// Whether the body is held in ``memory`` (rather than in a file or a caller's stream).
+    var isMemory: Bool {
+        if case .memory = storage { return true }
+        return false
+    }
+
     /// Whether `truncate()` can start the body again from byte 0.
     var canRestart: Bool {
         if case .stream = storage { return false }

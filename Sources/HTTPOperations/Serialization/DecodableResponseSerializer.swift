@@ -35,7 +35,7 @@ public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerial
     public init(decoder: JSONDecoder = JSONDecoder()) {
         self.decoder = decoder
         super.init()
-        acceptableContentTypes = ["application/json", "text/json", "text/javascript"]
+        acceptableContentTypes = JSONResponseSerializer.jsonContentTypes
     }
 
     /// Decodes `T` from the body, without validating the response.

@@ -20,7 +20,7 @@ public struct Image: Sendable, Equatable {
     /// Reads the format and size from the header of `data`; nil when it is no image this
     /// library reads, or is truncated before its size.
     public init?(data: Data) {
-        guard let (format, width, height) = ImageHeader.read(Array(data.prefix(ImageHeader.bytesNeeded(data)))) else {
+        guard let (format, width, height) = data.withUnsafeBytes({ ImageHeader.read(ByteReader($0)) }) else {
             return nil
         }
         (self.format, self.width, self.height, self.data) = (format, width, height, data)
@@ -29,13 +29,10 @@ public struct Image: Sendable, Equatable {
 
 /// Reads image headers; pure and bounds-checked, so any bytes give an answer or nil.
 enum ImageHeader {
-    /// How much of `data` a header read may need: JPEG's size can come after large metadata.
-    static func bytesNeeded(_ data: Data) -> Int {
-        data.starts(with: [0xFF, 0xD8]) ? data.count : 64 << 10
-    }
-
-    static func read(_ bytes: [UInt8]) -> (Image.Format, Int, Int)? {
-        let reader = ByteReader(bytes)
+    /// Reads the bytes in place: a JPEG's size can come after megabytes of metadata, so
+    /// nothing is copied first.
+    static func read(_ reader: ByteReader) -> (Image.Format, Int, Int)? {
+        let bytes = reader.bytes
         if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) {
             guard let width = reader.u32be(16), let height = reader.u32be(20) else { return nil }
             return valid(.png, Int(width), Int(height))
@@ -122,16 +119,17 @@ enum ImageHeader {
     }
 }
 
-/// Bounds-checked little- and big-endian reads from a byte array.
+/// Bounds-checked little- and big-endian reads from bytes in place; valid only while the
+/// buffer it reads is.
 struct ByteReader {
-    let bytes: [UInt8]
+    let bytes: UnsafeRawBufferPointer
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     func u8(_ at: Int) -> UInt8? { at >= 0 && at < bytes.count ? bytes[at] : nil }
 
     func matches(_ expected: [UInt8], at: Int) -> Bool {
-        at >= 0 && at + expected.count <= bytes.count && Array(bytes[at..<at + expected.count]) == expected
+        at >= 0 && at + expected.count <= bytes.count && bytes[at..<at + expected.count].elementsEqual(expected)
     }
 
     private func unsigned(_ at: Int, _ count: Int, bigEndian: Bool) -> UInt32? {

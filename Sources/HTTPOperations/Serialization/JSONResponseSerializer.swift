@@ -16,10 +16,13 @@ open class JSONResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
 
     private let jsonSettings = Mutex(Settings())
 
+    /// The content types JSON arrives with: `application/json`, `text/json`, `text/javascript`.
+    public static let jsonContentTypes: Set<String> = ["application/json", "text/json", "text/javascript"]
+
     /// Creates a serializer with the defaults above.
     public override init() {
         super.init()
-        acceptableContentTypes = ["application/json", "text/json", "text/javascript"]
+        acceptableContentTypes = Self.jsonContentTypes
     }
 
     /// Creates a serializer with `readingOptions`.

@@ -108,9 +108,6 @@ final class CurlMulti {
         }
     }
 
-    /// The number of transfers in progress.
-    var activeCount: Int { active.count }
-
     // MARK: - Sockets
 
     private func installSocketSource(on runLoop: CFRunLoop) {

@@ -29,7 +29,6 @@ final class NetworkThread: @unchecked Sendable {
     private let runLoop: CFRunLoop
     private let inboxSource: CFRunLoopSource
     private let inbox: Inbox
-    private let threadID: pthread_t
 
     /// The curl multi handle. Network thread only.
     let multi: CurlMulti
@@ -43,7 +42,7 @@ final class NetworkThread: @unchecked Sendable {
             CFRunLoopAddSource(runLoop, source, kCFRunLoopDefaultMode)
             inbox.attach(runLoop: runLoop, source: source)
             let multi = CurlMulti(runLoop: runLoop)
-            started.publish(.init(runLoop: runLoop, source: source, multi: multi, threadID: pthread_self()))
+            started.publish(.init(runLoop: runLoop, source: source, multi: multi))
             // A run loop returns when it has no sources left; ours always has the inbox and the
             // epoll source, so this call never returns while the process lives.
             while true {
@@ -57,13 +56,7 @@ final class NetworkThread: @unchecked Sendable {
         self.runLoop = context.runLoop
         self.inboxSource = context.source
         self.multi = context.multi
-        self.threadID = context.threadID
         self.inbox = inbox
-    }
-
-    /// Whether the caller runs on the network thread.
-    var isCurrent: Bool {
-        pthread_equal(pthread_self(), threadID) != 0
     }
 
     /// Runs `job` on the network thread, after the jobs queued before it.
@@ -71,11 +64,6 @@ final class NetworkThread: @unchecked Sendable {
     /// Never blocks: the job is queued and the run loop woken only when the inbox was empty.
     func perform(_ job: @escaping @Sendable () -> Void) {
         inbox.enqueue(job)
-    }
-
-    /// Traps unless called on the network thread; for code that touches curl.
-    func assertOnThread(file: StaticString = #fileID, line: UInt = #line) {
-        assert(isCurrent, "must run on the network thread", file: file, line: line)
     }
 }
 
@@ -143,7 +131,6 @@ private final class StartupHandshake: @unchecked Sendable {
         let runLoop: CFRunLoop
         let source: CFRunLoopSource
         let multi: CurlMulti
-        let threadID: pthread_t
     }
 
     // Written once by the network thread before `ready.signal()`, read after `ready.wait()`;

@@ -23,6 +23,13 @@ struct ResponseHead: Sendable, Equatable {
         fields.first { $0.name.utf8.elementsEqual(name.utf8, by: { asciiLowercased($0) == asciiLowercased($1) }) }?.value
     }
 
+    /// The body length the `Content-Length` announces, when the body is not content-encoded
+    /// (an encoded body's length counts other bytes than the decoded ones we store).
+    var decodedContentLength: Int64? {
+        let encoded = value(of: "Content-Encoding").map { $0.lowercased() != "identity" } ?? false
+        return encoded ? nil : value(of: "Content-Length").flatMap(Int64.init)
+    }
+
     /// Whether this is an interim (1xx) response that another head will follow.
     var isInterim: Bool { (100..<200).contains(statusCode) && statusCode != 101 }
 

@@ -77,3 +77,14 @@ enum RequestBody {
     /// A stream read as curl asks for bytes; `length` nil means chunked transfer-encoding.
     case stream(InputStream, length: Int64?)
 }
+
+extension RequestBody {
+    /// The body's length when known up front.
+    var length: Int64? {
+        switch self {
+        case .none: 0
+        case .data(let data): Int64(data.count)
+        case .stream(_, let length): length
+        }
+    }
+}
