@@ -82,7 +82,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         var object: Any?
         if failure == nil {
             do {
-                object = try serializer.responseObject(for: super.response, data: responseData)
+                object = try serializedObject(with: serializer)
             } catch {
                 failure = error
                 state.withLock { $0.error = error }
@@ -102,5 +102,18 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         } else {
             blocks.0?(self, object)
         }
+    }
+
+    /// What `serializer` makes of the response. The library's own serializers first try the
+    /// response head, which spares building the `HTTPURLResponse` (see
+    /// HeadOnlySerialization.swift); whatever they do not accept that way, and every other
+    /// serializer, gets the built response.
+    private func serializedObject(with serializer: any URLResponseSerialization) throws -> Any? {
+        let data = responseData
+        if let stock = serializer as? HTTPResponseSerializer, let head = unbuiltResponseHead,
+           let accepted = stock.objectAcceptedFromHead(head, data: data) {
+            return accepted.value
+        }
+        return try serializer.responseObject(for: super.response, data: data)
     }
 }

@@ -90,6 +90,12 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
             state.response = nil
         }
     }
+
+    /// The head of an HTTP response whose `HTTPURLResponse` nobody has asked for yet.
+    var unbuiltResponseHead: ResponseHead? {
+        state.withLock { $0.response == nil ? $0.responseHead?.head : nil }
+    }
+
     private let transitionLock = Mutex(())
 
     /// The request as it was given. See ``currentRequest`` for the one sent last.

@@ -24,7 +24,7 @@ extension Optional: EmptyResponseDecodable {
 /// `text/javascript` (an empty body needs none). An empty body is `T.emptyValue` for a
 /// response to HEAD or with status 204 or 205 when `T` is ``EmptyResponseDecodable`` (an
 /// `Optional`, or ``EmptyResponse``); otherwise it is an error.
-public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerializer, @unchecked Sendable {
+public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerializer, HeadOnlyDecoding, @unchecked Sendable {
     // @unchecked Sendable: `decoder` is only read after init, and JSONDecoder.decode does not
     // change it.
 

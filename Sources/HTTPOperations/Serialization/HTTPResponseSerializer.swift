@@ -46,20 +46,26 @@ open class HTTPResponseSerializer: URLResponseSerialization, @unchecked Sendable
     /// - Throws: ``ResponseValidationError`` listing every reason the response was refused.
     open func validate(response: URLResponse?, data: Data?) throws {
         guard let response = response as? HTTPURLResponse else { return }
-        let (codes, types) = settings.withLock { ($0.acceptableStatusCodes, $0.acceptableContentTypes) }
-        var reasons: [ResponseValidationError.Reason] = []
-        if !codes.contains(response.statusCode) {
-            reasons.append(.unacceptableStatusCode(response.statusCode))
-        }
-        if let types, !(data?.isEmpty ?? true) || response.mimeType != nil {
-            let mimeType = response.mimeType?.lowercased()
-            if mimeType.map({ !types.contains($0) }) ?? true {
-                reasons.append(.unacceptableContentType(response.mimeType, acceptable: types))
-            }
-        }
+        let reasons = rejections(statusCode: response.statusCode, mimeType: response.mimeType, data: data)
         if !reasons.isEmpty {
             throw ResponseValidationError(reasons: reasons, response: response, data: data)
         }
+    }
+
+    /// Why a response with this status code and MIME type would be refused; empty when it
+    /// passes. The one rule behind ``validate(response:data:)`` and the head-only path.
+    func rejections(statusCode: Int, mimeType: String?, data: Data?) -> [ResponseValidationError.Reason] {
+        let (codes, types) = settings.withLock { ($0.acceptableStatusCodes, $0.acceptableContentTypes) }
+        var reasons: [ResponseValidationError.Reason] = []
+        if !codes.contains(statusCode) {
+            reasons.append(.unacceptableStatusCode(statusCode))
+        }
+        if let types, !(data?.isEmpty ?? true) || mimeType != nil {
+            if mimeType.map({ !types.contains($0.lowercased()) }) ?? true {
+                reasons.append(.unacceptableContentType(mimeType, acceptable: types))
+            }
+        }
+        return reasons
     }
 
     /// Validates, then decodes.
