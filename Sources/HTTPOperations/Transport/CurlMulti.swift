@@ -45,6 +45,8 @@ final class CurlMulti {
     /// Transfers curl is working on, keyed by their easy handle. Holding them here keeps them
     /// alive while curl holds a pointer to them.
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Easy handles between transfers.
+    private let easyHandles = EasyHandlePool()
     private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
     /// True while we are inside a curl_multi call; curl forbids adding or removing handles then.
     private var insideCurl = false
@@ -78,33 +80,32 @@ final class CurlMulti {
         installSocketSource(on: runLoop)
     }
 
-    /// Starts `transfer`. Its delegate hears every event from now until it completes.
+    /// Starts `transfer` on a pooled easy handle. Its delegate hears every event from now
+    /// until it completes.
     func add(_ transfer: CurlTransfer) {
         precondition(!insideCurl, "curl forbids adding a handle from inside its callbacks")
-        active[transfer.easy] = transfer
-        let code = curl_multi_add_handle(handle, transfer.easy)
+        let easy = easyHandles.take()
+        transfer.attach(to: easy)
+        active[easy] = transfer
+        let code = curl_multi_add_handle(handle, easy)
         if code != CURLM_OK {
-            active[transfer.easy] = nil
+            active[easy] = nil
             transfer.complete(with: CURLE_FAILED_INIT, message: String(cString: curl_multi_strerror(code)))
+            recycleHandle(of: transfer)
         }
     }
 
     /// Stops `transfer` without completing it: its delegate hears nothing more.
     func remove(_ transfer: CurlTransfer) {
         precondition(!insideCurl, "curl forbids removing a handle from inside its callbacks")
-        guard active.removeValue(forKey: transfer.easy) != nil else { return }
-        curl_multi_remove_handle(handle, transfer.easy)
+        guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else { return }
+        curl_multi_remove_handle(handle, easy)
+        recycleHandle(of: transfer)
     }
 
-    /// Pauses or resumes `transfer` where it is, keeping its connection.
-    ///
-    /// curl schedules a resumed transfer to "run now" without calling our timer callback, so
-    /// we run its due timers at once; otherwise it would wait for the next timeout tick.
-    func setPaused(_ transfer: CurlTransfer, _ paused: Bool) {
-        precondition(!insideCurl, "pause from outside curl's callbacks")
-        curl_easy_pause(transfer.easy, paused ? ccurl_pause_all : ccurl_pause_cont)
-        if !paused {
-            runDueTimers()
+    private func recycleHandle(of transfer: CurlTransfer) {
+        if let easy = transfer.detach() {
+            easyHandles.recycle(easy)
         }
     }
 
@@ -250,7 +251,10 @@ final class CurlMulti {
             // `message` is invalid once the handle is removed: everything is read above.
             curl_multi_remove_handle(handle, easy)
             if let transfer = active.removeValue(forKey: easy) {
+                // The handle stays with the transfer through `complete`, which may read it
+                // (the redirect target, the announced length).
                 transfer.complete(with: code, message: nil)
+                recycleHandle(of: transfer)
             }
         }
     }

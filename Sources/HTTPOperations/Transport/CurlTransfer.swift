@@ -19,13 +19,16 @@ protocol CurlTransferDelegate: AnyObject {
     func transfer(_ transfer: CurlTransfer, didCompleteWith error: CurlError?)
 }
 
-/// One curl easy handle: one request and its response, from the first byte to the last.
+/// One request and its response, from the first byte to the last, on a curl easy handle.
 ///
-/// Built and used on the network thread only. The multi handle keeps it alive while curl
-/// works on it; it keeps its delegate alive until it completes.
+/// Built and used on the network thread only. ``CurlMulti`` lends it an easy handle from its
+/// pool when it starts and takes the handle back when it completes or is removed, so a
+/// transfer that never starts (one decided while its operation was paused) holds none. The
+/// multi handle keeps it alive while curl works on it; it keeps its delegate alive until it
+/// completes.
 final class CurlTransfer {
-    /// The curl easy handle.
-    let easy: UnsafeMutableRawPointer
+    /// The curl easy handle, while curl works on this transfer; nil before and after.
+    private(set) var easy: UnsafeMutableRawPointer?
     /// What this transfer sends.
     let request: TransferRequest
 
@@ -38,16 +41,14 @@ final class CurlTransfer {
     private var bodyStreamOpened = false
 
     init(request: TransferRequest, delegate: CurlTransferDelegate) {
-        self.easy = curl_easy_init()
         self.request = request
         self.delegate = delegate
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
-        configure()
     }
 
     deinit {
-        curl_easy_cleanup(easy)
+        assert(easy == nil, "a transfer died holding its easy handle")
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
         // A rewindable stream may be sent again by the next transfer (a 307/308 redirect), so
@@ -55,6 +56,21 @@ final class CurlTransfer {
         if bodyStreamOpened, case .stream(let stream, _) = request.body, !(stream is RewindableBodyStream) {
             stream.close()
         }
+    }
+
+    /// Sets this transfer's options on `easy`, a handle with every option at its default.
+    /// Called by ``CurlMulti`` as the transfer starts.
+    func attach(to easy: UnsafeMutableRawPointer) {
+        precondition(self.easy == nil, "a transfer runs once")
+        self.easy = easy
+        configure(easy)
+    }
+
+    /// Gives the easy handle back once it is in no multi handle; curl no longer reads this
+    /// transfer's header list or body. Called by ``CurlMulti``.
+    func detach() -> UnsafeMutableRawPointer? {
+        defer { easy = nil }
+        return easy
     }
 
     /// Called by ``CurlMulti`` once, when curl is done with this transfer.
@@ -68,7 +84,7 @@ final class CurlTransfer {
     /// The absolute URL a 3xx response points to, as curl resolved its `Location`.
     var redirectURL: String? {
         var value: UnsafeMutablePointer<CChar>?
-        guard ccurl_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &value) == CURLE_OK, let value else {
+        guard let easy, ccurl_easy_getinfo_string(easy, CURLINFO_REDIRECT_URL, &value) == CURLE_OK, let value else {
             return nil
         }
         return String(cString: value)
@@ -77,7 +93,7 @@ final class CurlTransfer {
     /// The length of the download as the server announced it, if it did.
     var expectedContentLength: Int64? {
         var value: curl_off_t = -1
-        guard ccurl_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &value) == CURLE_OK, value >= 0 else {
+        guard let easy, ccurl_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &value) == CURLE_OK, value >= 0 else {
             return nil
         }
         return Int64(value)
@@ -85,7 +101,7 @@ final class CurlTransfer {
 
     // MARK: - Options
 
-    private func configure() {
+    private func configure(_ easy: UnsafeMutableRawPointer) {
         let me = Unmanaged.passUnretained(self).toOpaque()
         setString(CURLOPT_URL, request.url.absoluteString)
         setLong(CURLOPT_NOSIGNAL, 1)
@@ -114,8 +130,8 @@ final class CurlTransfer {
         }
         ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
 
-        configureMethodAndBody(userData: me)
-        configureHeaders()
+        configureMethodAndBody(easy, userData: me)
+        configureHeaders(easy)
 
         if case .stream(let stream, _) = request.body, let rate = (stream as? RewindableBodyStream)?.maximumSendRate {
             ccurl_easy_setopt_off(easy, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate))
@@ -139,7 +155,7 @@ final class CurlTransfer {
         }
     }
 
-    private func configureMethodAndBody(userData: UnsafeMutableRawPointer) {
+    private func configureMethodAndBody(_ easy: UnsafeMutableRawPointer, userData: UnsafeMutableRawPointer) {
         let length: Int64?
         switch request.body {
         case .none where request.methodExpectsBody: length = 0
@@ -176,7 +192,7 @@ final class CurlTransfer {
         }
     }
 
-    private func configureHeaders() {
+    private func configureHeaders(_ easy: UnsafeMutableRawPointer) {
         var lines = request.headers.map { "\($0.name): \($0.value)" }
         // curl adds these on its own for POST-mode bodies. Send only what the caller asked for:
         // "Name:" with no value tells curl to leave the field out.
