@@ -347,7 +347,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             operation.state.withLock { $0.resumeData = nil }
         }
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
-        let data = separateBody ?? ((sink?.isMemory ?? true) ? sink?.memory ?? Data() : nil)
+        let data = separateBody ?? ((sink?.isMemory ?? true) ? sink?.takeMemory() ?? Data() : nil)
         operation.conclude(response: response, data: data, error: error, on: callbackQueue,
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
                            completion: completionCheck(succeeded: error == nil))

@@ -22,7 +22,8 @@ import Glibc
 ///   next turn after timers and the inbox had theirs.
 /// - Time: curl asks for one timeout at a time through `CURLMOPT_TIMERFUNCTION`. We keep one
 ///   run-loop timer for the whole life of the thread and move its fire date; it is never
-///   re-armed by us after firing (curl re-arms it, or deletes it with -1).
+///   re-armed by us after firing (curl re-arms it, or deletes it with -1). A timeout of 0
+///   ("now", asked for by every new transfer) signals a version-0 source instead.
 /// - Timer syscalls: curl calls the timer callback on nearly every action, and moving a CF
 ///   timer is a `timerfd_settime` (16% of the CPU of small GETs, measured with perf). So the
 ///   timer only ever moves *earlier* when curl asks; a later or deleted timeout is remembered,
@@ -40,6 +41,8 @@ final class CurlMulti {
     private var requestedDate: CFAbsoluteTime = CurlMulti.never
     private var socketSource: CFRunLoopSource?
     private var continueSource: CFRunLoopSource?
+    /// Runs curl's timeouts on the next pass of the run loop, for curl's "time out now".
+    private var dueNowSource: CFRunLoopSource?
     /// Passes over ready sockets before yielding the thread to other run-loop work.
     private static let passesPerTurn = 4
     /// Transfers curl is working on, keyed by their easy handle. Holding them here keeps them
@@ -205,10 +208,27 @@ final class CurlMulti {
         }, &context)
         CFRunLoopAddTimer(runLoop, timer, kCFRunLoopDefaultMode)
         self.timer = timer
+
+        var dueNowContext = CFRunLoopSourceContext()
+        dueNowContext.info = Unmanaged.passUnretained(self).toOpaque()
+        dueNowContext.perform = { info in
+            Unmanaged<CurlMulti>.fromOpaque(info!).takeUnretainedValue().runDueTimers()
+        }
+        let dueNow = CFRunLoopSourceCreate(kCFAllocatorDefault, 0, &dueNowContext)
+        CFRunLoopAddSource(runLoop, dueNow, kCFRunLoopDefaultMode)
+        dueNowSource = dueNow
     }
 
     /// curl's timer callback: -1 deletes the timeout, 0 means "as soon as possible".
     private func armTimer(milliseconds: Int) {
+        if milliseconds == 0 {
+            // Every new transfer asks for this. A signalled version-0 source runs on this run
+            // loop's next pass with no system call; moving the timer costs a timerfd_settime.
+            // curl reports its next timeout once the due work has run.
+            requestedDate = Self.never
+            CFRunLoopSourceSignal(dueNowSource)
+            return
+        }
         let date = milliseconds < 0 ? Self.never : CFAbsoluteTimeGetCurrent() + Double(milliseconds) / 1000
         requestedDate = date
         if date < armedDate {
