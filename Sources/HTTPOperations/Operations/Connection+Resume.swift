@@ -43,7 +43,7 @@ extension Connection {
 
     /// Adds `Range` and `If-Range` when bytes are held, and notes the offset asked for.
     func addRangeHeaders(to transfer: inout TransferRequest) {
-        transfer.headers.removeAll { ["range", "if-range"].contains($0.name.lowercased()) }
+        transfer.headers.removeAll { fieldNamesMatch($0.name, "Range") || fieldNamesMatch($0.name, "If-Range") }
         let held = sink?.heldBytes ?? 0
         guard held > 0 else {
             rangeSentFrom = nil
@@ -54,7 +54,7 @@ extension Connection {
             transfer.headers.append(("If-Range", validator.headerValue))
         }
         // Ranges count the bytes as stored; a compressed answer would count other bytes.
-        transfer.headers.removeAll { $0.name.lowercased() == "accept-encoding" }
+        transfer.headers.removeAll { fieldNamesMatch($0.name, "Accept-Encoding") }
         transfer.headers.append(("Accept-Encoding", "identity"))
         rangeSentFrom = held
     }
@@ -160,6 +160,9 @@ extension Connection {
     func publishResumeData(saving: Bool) {
         publishMetrics()
         guard let sink, let destination = sink.destination, let url = request.url else { return }
+        // The offset recorded must be what the file holds. A write that fails here drops its
+        // bytes from the count; they are fetched again on resume.
+        try? sink.flush()
         var headers = request.allHTTPHeaderFields ?? [:]
         headers = headers.filter { !ResumeData.excludedHeaders.contains($0.key.lowercased()) }
         let data = ResumeData(url: url, method: request.httpMethod ?? "GET", headers: headers, validator: validator,
@@ -176,8 +179,10 @@ extension Connection {
     /// for its resume data to be on disk (a caller may exit as soon as it hears). A success
     /// checks the expected length and SHA-256, then removes the saved resume data.
     func completionCheck(succeeded: Bool) -> (@Sendable (Data?) -> (any Error)?)? {
-        let sidecarQueue = self.sidecarQueue
+        // Only downloads to a file have resume data on disk to wait for or remove.
+        let sidecarQueue = sink?.destination == nil ? nil : self.sidecarQueue
         guard succeeded else {
+            guard let sidecarQueue else { return nil }
             return { _ in
                 sidecarQueue.sync {}
                 return nil
@@ -190,7 +195,7 @@ extension Connection {
             let failure = check.verify(memory: data)
             // Complete, or corrupt beyond what resuming could mend: either way the saved
             // resume data has served its purpose.
-            if let sidecar {
+            if let sidecar, let sidecarQueue {
                 sidecarQueue.sync { try? FileManager.default.removeItem(at: sidecar) }
             }
             return failure

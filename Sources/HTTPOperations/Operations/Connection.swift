@@ -63,8 +63,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     var metrics = DownloadMetrics()
     /// A 416 said the bytes held are the whole resource.
     var completeWithoutBody = false
-    /// Serial queue for writing and removing the sidecar resume data, in order.
-    let sidecarQueue = DispatchQueue(label: "HTTPOperations.sidecar", qos: .utility)
+    /// Serial queue for writing and removing the sidecar resume data, in order. Made on first
+    /// use (network thread): most operations never save resume data.
+    lazy var sidecarQueue = DispatchQueue(label: "HTTPOperations.sidecar", qos: .utility)
 
     /// - Parameter paused: The operation was paused before its transfer began.
     init(operation: URLConnectionOperation, configuration: URLConnectionOperation.State, paused: Bool = false) {
@@ -335,6 +336,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         guard !isFinished else { return }
         isFinished = true
         stopTransfer()
+        var error = error
+        do {
+            try sink?.flush()
+        } catch let writeError {
+            // The body is not all on disk: a success would be a lie.
+            error = error ?? writeError
+        }
         sink?.close()
         if let error {
             logger.debug("transfer failed", metadata: ["error": "\(error)"])

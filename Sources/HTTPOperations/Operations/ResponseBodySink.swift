@@ -18,6 +18,13 @@ final class ResponseBodySink {
     }
 
     private var storage: Storage
+    /// Bytes for the file not yet written: chunks from curl (16 KiB) are gathered into one
+    /// write(2) of up to `fileBufferSize`. Counted in ``heldBytes``; written by ``flush()``.
+    private var pending: UnsafeMutableRawBufferPointer?
+    private var pendingCount = 0
+    /// Large enough that system calls stop mattering next to the copy: 400 write(2) calls
+    /// for 100 MiB instead of 6,400.
+    static let fileBufferSize = 256 << 10
     /// The body, when it goes to memory.
     private let memory = MemoryBody()
     /// Bytes held: in memory, on disk, or written to the stream.
@@ -94,16 +101,17 @@ final class ResponseBodySink {
             memory.append(bytes)
         case .file(let handle, let url):
             // write(2) on the descriptor: FileHandle.write(contentsOf:) costs more than the
-            // system call itself at one call per 16 KiB chunk (measured: 0.61x raw libcurl).
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(handle.fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    let reason = String(cString: strerror(errno))
-                    throw URLError(.cannotWriteToFile, url: url, description: "Writing \(url.path) failed: \(reason).")
-                }
-                offset += written
+            // system call itself (measured: 0.61x raw libcurl at one call per 16 KiB chunk).
+            if pendingCount + bytes.count > Self.fileBufferSize {
+                try flush()
+            }
+            if bytes.count >= Self.fileBufferSize {
+                try Self.writeAll(bytes, to: handle.fileDescriptor, url: url)
+            } else {
+                let buffer = pending ?? .allocate(byteCount: Self.fileBufferSize, alignment: 16)
+                pending = buffer
+                UnsafeMutableRawBufferPointer(rebasing: buffer[pendingCount..<(pendingCount + bytes.count)]).copyMemory(from: bytes)
+                pendingCount += bytes.count
             }
         case .stream(let stream):
             var offset = 0
@@ -120,6 +128,35 @@ final class ResponseBodySink {
         heldBytes += Int64(bytes.count)
     }
 
+    /// Writes the bytes gathered for the file. On failure they are dropped and no longer
+    /// counted in ``heldBytes``, which then says what the file holds.
+    ///
+    /// - Throws: `URLError(.cannotWriteToFile)` with the reason.
+    func flush() throws {
+        guard case .file(let handle, let url) = storage, let pending, pendingCount > 0 else { return }
+        let count = pendingCount
+        pendingCount = 0
+        do {
+            try Self.writeAll(UnsafeRawBufferPointer(rebasing: pending[0..<count]), to: handle.fileDescriptor, url: url)
+        } catch {
+            heldBytes -= Int64(count)
+            throw error
+        }
+    }
+
+    private static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, url: URL) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                let reason = String(cString: strerror(errno))
+                throw URLError(.cannotWriteToFile, url: url, description: "Writing \(url.path) failed: \(reason).")
+            }
+            offset += written
+        }
+    }
+
     /// Drops everything held, to take the body again from byte 0.
     ///
     /// - Throws: ``ResumeError`` when the sink is a caller's stream.
@@ -128,6 +165,7 @@ final class ResponseBodySink {
         case .memory:
             memory.removeAll()
         case .file(let handle, let url):
+            pendingCount = 0
             do {
                 try handle.truncate(atOffset: 0)
             } catch {
@@ -139,12 +177,19 @@ final class ResponseBodySink {
         heldBytes = 0
     }
 
-    /// Closes the file or stream. Memory stays readable.
+    /// Closes the file or stream. Bytes still gathered for the file are written first; call
+    /// ``flush()`` before to hear whether that worked.
     func close() {
         switch storage {
         case .memory: break
-        case .file(let handle, _): try? handle.close()
+        case .file(let handle, _):
+            try? flush()
+            try? handle.close()
         case .stream(let stream): stream.close()
         }
+    }
+
+    deinit {
+        pending?.deallocate()
     }
 }

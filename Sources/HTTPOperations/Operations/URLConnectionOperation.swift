@@ -72,7 +72,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var download = DownloadConfiguration()
         var downloadMetrics = DownloadMetrics()
         var resumeData: ResumeData?
-        var logger = Logger(label: "HTTPOperations", factory: { _ in SwiftLogNoOpLogHandler() })
+        var logger = URLConnectionOperation.silentLogger
         /// The network-side half of the operation, while it is executing or paused.
         var connection: Connection?
         /// Run once the outcome is known, before the finished state (see `whenOutcomeKnown`).
@@ -82,6 +82,9 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     }
 
     let state: Mutex<State>
+
+    /// Every operation's logger until one is set: made once, copied (a retain) per operation.
+    static let silentLogger = Logger(label: "HTTPOperations", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Records the head of the response being received. Network thread; cheap.
     func setResponseHead(_ head: ResponseHead, url: URL) {

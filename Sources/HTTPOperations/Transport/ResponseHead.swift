@@ -20,7 +20,7 @@ struct ResponseHead: Sendable, Equatable {
     /// The first value of the field `name`, compared case-insensitively (ASCII, as field
     /// names are).
     func value(of name: String) -> String? {
-        fields.first { $0.name.utf8.elementsEqual(name.utf8, by: { asciiLowercased($0) == asciiLowercased($1) }) }?.value
+        fields.first { fieldNamesMatch($0.name, name) }?.value
     }
 
     /// The body length the `Content-Length` announces, when the body is not content-encoded
@@ -104,4 +104,10 @@ struct ResponseHeadParser {
 @inline(__always)
 func asciiLowercased(_ byte: UInt8) -> UInt8 {
     byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+}
+
+/// Whether two header field names are the same name: ASCII letters compared without case,
+/// as RFC 9110 §5.1 says, without Foundation's locale-aware comparison.
+func fieldNamesMatch(_ lhs: String, _ rhs: String) -> Bool {
+    lhs.utf8.elementsEqual(rhs.utf8) { asciiLowercased($0) == asciiLowercased($1) }
 }

@@ -64,7 +64,7 @@ struct TransferRequest: @unchecked Sendable {
 
     /// The value of header `name`, compared case-insensitively.
     func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first { fieldNamesMatch($0.name, name) }?.value
     }
 }
 
