@@ -132,14 +132,22 @@ final class CurlMulti {
         CFRunLoopAddSource(runLoop, source, kCFRunLoopDefaultMode)
         socketSource = source
 
-        var continueContext = CFRunLoopSourceContext()
-        continueContext.info = Unmanaged.passUnretained(self).toOpaque()
-        continueContext.perform = { info in
+        continueSource = addSignalledSource(to: runLoop) { info in
             Unmanaged<CurlMulti>.fromOpaque(info!).takeUnretainedValue().serviceReadySockets()
         }
-        let continuation = CFRunLoopSourceCreate(kCFAllocatorDefault, 0, &continueContext)
-        CFRunLoopAddSource(runLoop, continuation, kCFRunLoopDefaultMode)
-        continueSource = continuation
+    }
+
+    /// Adds a version-0 source whose `perform` gets this multi handle as its `info`. Signalled
+    /// from the network thread inside a run-loop callout, it runs on the loop's next pass
+    /// without a wake-up or a system call.
+    private func addSignalledSource(to runLoop: CFRunLoop,
+                                    perform: @escaping @convention(c) (UnsafeMutableRawPointer?) -> Void) -> CFRunLoopSource {
+        var context = CFRunLoopSourceContext()
+        context.info = Unmanaged.passUnretained(self).toOpaque()
+        context.perform = perform
+        let source = CFRunLoopSourceCreate(kCFAllocatorDefault, 0, &context)!
+        CFRunLoopAddSource(runLoop, source, kCFRunLoopDefaultMode)
+        return source
     }
 
     /// curl's socket callback: keep our epoll set in step with what curl wants to hear about.
@@ -209,14 +217,9 @@ final class CurlMulti {
         CFRunLoopAddTimer(runLoop, timer, kCFRunLoopDefaultMode)
         self.timer = timer
 
-        var dueNowContext = CFRunLoopSourceContext()
-        dueNowContext.info = Unmanaged.passUnretained(self).toOpaque()
-        dueNowContext.perform = { info in
+        dueNowSource = addSignalledSource(to: runLoop) { info in
             Unmanaged<CurlMulti>.fromOpaque(info!).takeUnretainedValue().runDueTimers()
         }
-        let dueNow = CFRunLoopSourceCreate(kCFAllocatorDefault, 0, &dueNowContext)
-        CFRunLoopAddSource(runLoop, dueNow, kCFRunLoopDefaultMode)
-        dueNowSource = dueNow
     }
 
     /// curl's timer callback: -1 deletes the timeout, 0 means "as soon as possible".
