@@ -63,7 +63,7 @@ final class CurlTransfer {
     func attach(to easy: UnsafeMutableRawPointer) {
         precondition(self.easy == nil, "a transfer runs once")
         self.easy = easy
-        configure(easy)
+        configure()
     }
 
     /// Gives the easy handle back once it is in no multi handle; curl no longer reads this
@@ -101,7 +101,7 @@ final class CurlTransfer {
 
     // MARK: - Options
 
-    private func configure(_ easy: UnsafeMutableRawPointer) {
+    private func configure() {
         let me = Unmanaged.passUnretained(self).toOpaque()
         setString(CURLOPT_URL, request.url.absoluteString)
         setLong(CURLOPT_NOSIGNAL, 1)
@@ -130,8 +130,8 @@ final class CurlTransfer {
         }
         ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
 
-        configureMethodAndBody(easy, userData: me)
-        configureHeaders(easy)
+        configureMethodAndBody(userData: me)
+        configureHeaders()
 
         if case .stream(let stream, _) = request.body, let rate = (stream as? RewindableBodyStream)?.maximumSendRate {
             ccurl_easy_setopt_off(easy, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate))
@@ -155,7 +155,7 @@ final class CurlTransfer {
         }
     }
 
-    private func configureMethodAndBody(_ easy: UnsafeMutableRawPointer, userData: UnsafeMutableRawPointer) {
+    private func configureMethodAndBody(userData: UnsafeMutableRawPointer) {
         let length: Int64?
         switch request.body {
         case .none where request.methodExpectsBody: length = 0
@@ -192,7 +192,7 @@ final class CurlTransfer {
         }
     }
 
-    private func configureHeaders(_ easy: UnsafeMutableRawPointer) {
+    private func configureHeaders() {
         var lines = request.headers.map { "\($0.name): \($0.value)" }
         // curl adds these on its own for POST-mode bodies. Send only what the caller asked for:
         // "Name:" with no value tells curl to leave the field out.
