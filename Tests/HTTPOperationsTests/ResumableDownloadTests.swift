@@ -278,6 +278,24 @@ extension AllTests {
             #expect((try await run(short).error as? IntegrityError)?.reason
                 == .lengthMismatch(expected: Int64(Self.size + 1), actual: Int64(Self.size)))
         }
+
+        @Test func aDestinationHoldingOtherBytesIsReplacedNotAppendedTo() async throws {
+            let file = temporaryFile()
+            defer { remove(file) }
+            try Data(repeating: 0xEE, count: 3 * Self.size).write(to: file)
+            #expect(try await run(download(ResumableOptions(), to: file)).error == nil)
+            let written = try Data(contentsOf: file)
+            #expect(written.count == Self.size)
+            #expect(sha256(written) == expectedSHA256())
+        }
+
+        @Test func aDestinationInAMissingFolderFailsWithCannotCreateFile() async throws {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-missing-\(UUID())")
+            let op = download(ResumableOptions(), to: folder.appendingPathComponent("body.bin"))
+            let error = try #require(try await run(op).error as? URLError)
+            #expect(error.code == .cannotCreateFile)
+            #expect(!FileManager.default.fileExists(atPath: folder.path))
+        }
     }
 }
 
