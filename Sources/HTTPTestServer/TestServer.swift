@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
 import NIOPosix
+import Synchronization
 
 /// An HTTP/1.1 server on a random loopback port, for tests and `httpop demo`.
 ///
@@ -18,13 +19,19 @@ import NIOPosix
 public final class TestServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
+    private let accepted: AcceptedConnections
 
     /// The loopback port the server listens on.
     public let port: Int
 
-    private init(group: MultiThreadedEventLoopGroup, channel: any Channel) {
+    /// How many connections the server has accepted so far: a client that keeps its
+    /// connections warm opens no more than it has requests in flight.
+    public var acceptedConnections: Int { accepted.count.load(ordering: .relaxed) }
+
+    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, accepted: AcceptedConnections) {
         self.group = group
         self.channel = channel
+        self.accepted = accepted
         self.port = channel.localAddress?.port ?? 0
     }
 
@@ -34,12 +41,14 @@ public final class TestServer: Sendable {
     public static func start() throws -> TestServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let counters = ResourceCounters()
+        let accepted = AcceptedConnections()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                accepted.count.add(1, ordering: .relaxed)
+                return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.configureHTTPServerPipeline(withErrorHandling: true)
                     // Compress only responses the router marked, so lengths elsewhere stay exact.
@@ -53,7 +62,7 @@ public final class TestServer: Sendable {
             }
         do {
             let channel = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
-            return TestServer(group: group, channel: channel)
+            return TestServer(group: group, channel: channel, accepted: accepted)
         } catch {
             try? group.syncShutdownGracefully()
             throw error
@@ -90,4 +99,9 @@ public final class TestServer: Sendable {
         }
         return data.prefix(count)
     }
+}
+
+/// The number of connections a ``TestServer`` accepted, shared with its channel initializer.
+private final class AcceptedConnections: Sendable {
+    let count = Atomic<Int>(0)
 }

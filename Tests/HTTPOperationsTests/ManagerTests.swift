@@ -29,6 +29,28 @@ extension AllTests {
             #expect(throws: RequestSerializationError.self) { try manager.url(for: "relative/path") }
         }
 
+        @Test func manyRequestsReuseTheirConnections() async throws {
+            // A server of its own, so that only this test's connections are counted.
+            let server = try TestServer.start()
+            defer { server.shutdown() }
+            let manager = HTTPRequestOperationManager(baseURL: server.baseURL)
+            let inFlight = 16
+            manager.operationQueue.maxConcurrentOperationCount = inFlight
+            let recorder = OutcomeRecorder()
+            let count = 5_000
+            for _ in 0..<count {
+                let operation = HTTPRequestOperation(request: URLRequest(url: server.url(.status(200))))
+                recorder.watch(operation)
+                manager.enqueue(operation)
+            }
+            try await recorder.done.wait(times: count, timeout: .seconds(60))
+            #expect(recorder.all.allSatisfy { $0.error == nil })
+            // One connection per request in flight, and a little room for connections that
+            // other tests' transfers pushed out of the shared cache meanwhile. (When curl's
+            // cache shrank with the transfers in it, this opened 22-27 connections.)
+            #expect(server.acceptedConnections <= inFlight + 4, "\(server.acceptedConnections) connections")
+        }
+
         @Test(arguments: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"])
         func eachVerbPutsParametersWhereTheSerializerSays(method: String) async throws {
             let manager = manager()

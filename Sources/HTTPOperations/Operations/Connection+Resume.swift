@@ -104,10 +104,10 @@ extension Connection {
     }
 
     /// A 200 names the version and length of what will now be held.
-    func adoptIdentity(of head: ResponseHead) {
+    func adoptIdentity(of head: ResponseHead, length: Int64?) {
         guard head.statusCode == 200 else { return }
         validator = ResumeValidator(etag: head.value(of: "ETag"), lastModified: head.value(of: "Last-Modified"))
-        knownLength = head.decodedContentLength
+        knownLength = length
         // Saved now, so that a process killed mid-body can still resume with the validator.
         publishResumeData(saving: true)
     }

@@ -134,8 +134,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         }
         do {
             // The credential belongs to the origin the caller asked for, not to wherever a
-            // redirect leads.
-            let sameOrigin = next.url.flatMap { url in operation.request.url.map { RedirectPolicy.isSameOrigin($0, url) } } ?? false
+            // redirect leads. (Foundation's URL parses its host on each call: asked only
+            // when there is a credential to give.)
+            let sameOrigin = credential != nil
+                && (next.url.flatMap { url in operation.request.url.map { RedirectPolicy.isSameOrigin($0, url) } } ?? false)
             var transferRequest = try TransferRequest(next, credential: sameOrigin ? credential : nil)
             transferRequest.securityPolicy = securityPolicy
             addRangeHeaders(to: &transferRequest)
@@ -185,8 +187,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         }
         if rangeSentFrom == nil {
             // A whole response: it names the version and length of what we now hold.
-            adoptIdentity(of: head)
-            expectedLength = head.decodedContentLength ?? -1
+            let length = head.decodedContentLength
+            adoptIdentity(of: head, length: length)
+            expectedLength = length ?? -1
             sink?.reserve(expectedLength)
         }
         // The HTTPURLResponse is built later, when someone asks, off this thread.

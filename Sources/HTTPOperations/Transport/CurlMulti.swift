@@ -51,6 +51,8 @@ final class CurlMulti {
     /// Easy handles between transfers.
     private let easyHandles = EasyHandlePool()
     private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
+    /// The connection cache size we gave curl: it only grows (see ``keepConnectionsFor(_:)``).
+    private var connectionCacheSize = 0
     /// True while we are inside a curl_multi call; curl forbids adding or removing handles then.
     private var insideCurl = false
 
@@ -90,6 +92,7 @@ final class CurlMulti {
         let easy = easyHandles.take()
         transfer.attach(to: easy)
         active[easy] = transfer
+        keepConnectionsFor(active.count)
         let code = curl_multi_add_handle(handle, easy)
         if code != CURLM_OK {
             active[easy] = nil
@@ -105,6 +108,21 @@ final class CurlMulti {
         curl_multi_remove_handle(handle, easy)
         recycleHandle(of: transfer)
     }
+
+    /// Keeps room in curl's connection cache for four connections per transfer at the most
+    /// transfers seen at once. curl's own default is four per handle *currently* added, so a
+    /// moment with few transfers in (between one finishing and the next arriving from its
+    /// operation) shrank the cache and closed warm connections: 306 connects for 20,000 small
+    /// GETs at 16 in flight, against 16 for raw libcurl, which re-adds at once.
+    private func keepConnectionsFor(_ transfers: Int) {
+        let wanted = max(Self.minimumConnectionCache, transfers * 4)
+        guard wanted > connectionCacheSize else { return }
+        connectionCacheSize = wanted
+        ccurl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, wanted)
+    }
+
+    /// The connection cache size before any transfer asks for more.
+    private static let minimumConnectionCache = 16
 
     private func recycleHandle(of transfer: CurlTransfer) {
         if let easy = transfer.detach() {
