@@ -51,6 +51,9 @@ final class CurlMulti {
     /// Easy handles between transfers.
     private let easyHandles = EasyHandlePool()
     private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
+    /// Sockets curl stopped watching that stay in our epoll set with their last events (see
+    /// ``watch(socket:what:registered:)``).
+    private var dormant = Set<curl_socket_t>()
     /// The connection cache size we gave curl: it only grows (see ``keepConnectionsFor(_:)``).
     private var connectionCacheSize = 0
     /// True while we are inside a curl_multi call; curl forbids adding or removing handles then.
@@ -169,10 +172,17 @@ final class CurlMulti {
     }
 
     /// curl's socket callback: keep our epoll set in step with what curl wants to hear about.
+    ///
+    /// A finished transfer's connection goes back to curl's cache, and curl stops watching
+    /// its socket; the next transfer on it starts watching again. Rather than a DEL and an
+    /// ADD per request, such a socket stays in the epoll set, *dormant*, and the next watch
+    /// is one MOD. A dormant socket that turns ready (the server closed the idle connection)
+    /// leaves the set then, unseen by curl. A socket curl closed while dormant has left the
+    /// kernel's set by itself; its number may come back for a new socket, which the MOD
+    /// then misses (ENOENT) and an ADD registers.
     private func watch(socket: curl_socket_t, what: Int32, registered: Bool) {
         if what == CURL_POLL_REMOVE {
-            // The socket may already be closed, in which case the kernel has dropped it already.
-            _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, socket, nil)
+            dormant.insert(socket)
             return
         }
         var event = epoll_event()
@@ -181,11 +191,23 @@ final class CurlMulti {
         event.data.fd = socket
         if registered {
             _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, socket, &event)
-        } else {
-            _ = epoll_ctl(epollFD, EPOLL_CTL_ADD, socket, &event)
-            // Any non-nil pointer marks the socket as added to the epoll set.
-            curl_multi_assign(handle, socket, UnsafeMutableRawPointer(bitPattern: 1))
+            return
         }
+        let wasDormant = dormant.remove(socket) != nil
+        if !wasDormant || epoll_ctl(epollFD, EPOLL_CTL_MOD, socket, &event) != 0 {
+            if epoll_ctl(epollFD, EPOLL_CTL_ADD, socket, &event) != 0, errno == EEXIST {
+                _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, socket, &event)
+            }
+        }
+        // Any non-nil pointer marks the socket as watched for curl.
+        curl_multi_assign(handle, socket, UnsafeMutableRawPointer(bitPattern: 1))
+    }
+
+    /// Takes a dormant socket that turned ready out of the epoll set; true if it was one.
+    private func retireIfDormant(_ socket: curl_socket_t) -> Bool {
+        guard !dormant.isEmpty, dormant.remove(socket) != nil else { return false }
+        _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, socket, nil)
+        return true
     }
 
     /// The epoll source fired (or the continue source did): tell curl about every ready
@@ -211,6 +233,7 @@ final class CurlMulti {
         var running: Int32 = 0
         for index in 0..<Int(count) {
             let event = readyEvents[index]
+            if retireIfDormant(event.data.fd) { continue }
             var flags: Int32 = 0
             if event.events & EPOLLIN.rawValue != 0 { flags |= CURL_CSELECT_IN }
             if event.events & EPOLLOUT.rawValue != 0 { flags |= CURL_CSELECT_OUT }
