@@ -361,6 +361,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         let data = separateBody ?? ((sink?.isMemory ?? true) ? sink?.takeMemory() ?? Data() : nil)
         operation.conclude(response: response, data: data, error: error, on: callbackQueue,
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
-                           completion: completionCheck(succeeded: error == nil))
+                           completion: completionCheck(succeeded: error == nil),
+                           handoff: NetworkThread.shared.callbacks)
     }
 }

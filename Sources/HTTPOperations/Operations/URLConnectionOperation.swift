@@ -394,9 +394,12 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     ///     the completion queue.
     ///   - completion: A last check of a successful transfer (integrity), run on the callback
     ///     queue before processResponse(); an error it returns fails the operation.
+    ///   - handoff: On the network thread, the hand-off that batches the outcomes of one pass
+    ///     into one wake-up; nil dispatches now.
     func conclude(response: URLResponse?, data: Data?, error: (any Error)?,
                   on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
-                  completion: (@Sendable (Data?) -> (any Error)?)? = nil) {
+                  completion: (@Sendable (Data?) -> (any Error)?)? = nil,
+                  handoff: CallbackHandoff? = nil) {
         let (completionQueue, group, logger) = state.withLock { state in
             state.outcomeDecided = true
             state.connection = nil
@@ -411,7 +414,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
             return (state.completionQueue, state.completionGroup, state.logger)
         }
         let queue = callbackQueue ?? completionQueue ?? .global()
-        queue.async(group: group) {
+        let deliver: @Sendable () -> Void = {
             for reporter in progress { reporter.deliverPending() }
             if let failure = completion?(data) {
                 self.state.withLock { $0.error = failure }
@@ -426,6 +429,11 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
             self.transition(to: .finished)
             logger.debug("operation finished", metadata: ["error": "\(self.error.map { "\($0)" } ?? "none")"])
             NotificationCenter.default.post(name: .networkingOperationDidFinish, object: self)
+        }
+        if let handoff {
+            handoff.deliver(on: queue, group: group, deliver)
+        } else {
+            queue.async(group: group, execute: deliver)
         }
     }
 

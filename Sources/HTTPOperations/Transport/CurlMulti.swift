@@ -62,7 +62,11 @@ final class CurlMulti {
     /// A date far enough away to mean "never" without overflowing CF's arithmetic.
     private static let never: CFAbsoluteTime = CFAbsoluteTimeGetCurrent() + 1e9
 
-    init(runLoop: CFRunLoop) {
+    /// Batches the callbacks of the transfers completed in one pass.
+    private let callbacks: CallbackHandoff
+
+    init(runLoop: CFRunLoop, callbacks: CallbackHandoff) {
+        self.callbacks = callbacks
         curl_global_init(Int(CURL_GLOBAL_ALL))
         handle = curl_multi_init()
         epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -308,6 +312,10 @@ final class CurlMulti {
     // MARK: - Completion
 
     private func deliverCompletions() {
+        callbacks.collect(readCompletions)
+    }
+
+    private func readCompletions() {
         var queued: Int32 = 0
         while let message = curl_multi_info_read(handle, &queued) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }

@@ -32,17 +32,20 @@ final class NetworkThread: @unchecked Sendable {
 
     /// The curl multi handle. Network thread only.
     let multi: CurlMulti
+    /// Batches the callbacks decided in one pass of the network thread. Network thread only.
+    let callbacks: CallbackHandoff
 
     private init() {
         let inbox = Inbox()
         let started = StartupHandshake()
         let thread = Thread {
             let runLoop = CFRunLoopGetCurrent()!
+            let callbacks = CallbackHandoff()
             let source = inbox.makeSource()
             CFRunLoopAddSource(runLoop, source, kCFRunLoopDefaultMode)
-            inbox.attach(runLoop: runLoop, source: source)
-            let multi = CurlMulti(runLoop: runLoop)
-            started.publish(.init(runLoop: runLoop, source: source, multi: multi))
+            inbox.attach(runLoop: runLoop, source: source, callbacks: callbacks)
+            let multi = CurlMulti(runLoop: runLoop, callbacks: callbacks)
+            started.publish(.init(runLoop: runLoop, source: source, multi: multi, callbacks: callbacks))
             // A run loop returns when it has no sources left; ours always has the inbox and the
             // epoll source, so this call never returns while the process lives.
             while true {
@@ -56,6 +59,7 @@ final class NetworkThread: @unchecked Sendable {
         self.runLoop = context.runLoop
         self.inboxSource = context.source
         self.multi = context.multi
+        self.callbacks = context.callbacks
         self.inbox = inbox
     }
 
@@ -80,6 +84,8 @@ private final class Inbox: @unchecked Sendable {
     }
 
     private let state = Mutex(State())
+    /// Set once by `attach`, before any job can be enqueued; used on the network thread only.
+    private var callbacks: CallbackHandoff?
 
     func makeSource() -> CFRunLoopSource {
         var context = CFRunLoopSourceContext()
@@ -93,7 +99,8 @@ private final class Inbox: @unchecked Sendable {
 
     /// Called once on the network thread, before `NetworkThread.shared` exists, so before any
     /// job can be enqueued.
-    func attach(runLoop: CFRunLoop, source: CFRunLoopSource) {
+    func attach(runLoop: CFRunLoop, source: CFRunLoopSource, callbacks: CallbackHandoff) {
+        self.callbacks = callbacks
         let target = Handover((runLoop: runLoop, source: source))
         state.withLock { $0.target = target }
     }
@@ -117,8 +124,10 @@ private final class Inbox: @unchecked Sendable {
             state.jobs.removeAll(keepingCapacity: true)
             return jobs
         }
-        for job in jobs {
-            job()
+        callbacks!.collect {
+            for job in jobs {
+                job()
+            }
         }
     }
 }
@@ -131,6 +140,7 @@ private final class StartupHandshake: @unchecked Sendable {
         let runLoop: CFRunLoop
         let source: CFRunLoopSource
         let multi: CurlMulti
+        let callbacks: CallbackHandoff
     }
 
     // Written once by the network thread before `ready.signal()`, read after `ready.wait()`;
