@@ -47,6 +47,30 @@ extension AllTests {
             #expect(response.value(forHTTPHeaderField: "Set-Cookie") == "a=1, b=2")
         }
 
+        @Test func headParserReadsEachHeadOfATransferOnItsOwn() throws {
+            var parser = ResponseHeadParser()
+            let lines = ["HTTP/1.1 100 Continue\r\n", "\r\n",
+                         "HTTP/1.1 2x0 Weird\r\n", "Dropped: yes\r\n", "\r\n",
+                         "HTTP/2 404 \r\n", "server: test\r\n", "Vary: Accept\r\n", "vary:  Origin \r\n",
+                         "Content-Length: 0\r\n", "\r\n"]
+            var heads: [ResponseHead] = []
+            for line in lines {
+                let bytes = Array(line.utf8)
+                if let head = bytes.withUnsafeBytes({ parser.consume(line: $0) }) { heads.append(head) }
+            }
+            #expect(heads.map(\.statusCode) == [100, 404], "a status line whose code is not a number yields no head")
+            let head = try #require(heads.last)
+            #expect(head.httpVersion == "HTTP/2")
+            #expect(head.fields.map(\.name) == ["server", "Vary", "vary", "Content-Length"])
+            #expect(head.values(of: "VARY") == ["Accept", "Origin"])
+            #expect(head.value(of: "Server") == "test")
+            #expect(head.value(of: "Dropped") == nil)
+            #expect(head.decodedContentLength == 0)
+            #expect(head == ResponseHead(statusCode: 404, httpVersion: "HTTP/2", fields: [
+                ("server", "test"), ("Vary", "Accept"), ("vary", "Origin"), ("Content-Length", "0"),
+            ]))
+        }
+
         @Test func interimHeadsAreRecognised() {
             #expect(ResponseHead(statusCode: 100, httpVersion: "HTTP/1.1", fields: []).isInterim)
             #expect(!ResponseHead(statusCode: 101, httpVersion: "HTTP/1.1", fields: []).isInterim)

@@ -61,8 +61,8 @@ enum ContentTypeReading: Equatable {
 extension ResponseHead {
     /// The MIME type of `Content-Type`, when reading it needs no more than the bytes.
     var contentTypeReading: ContentTypeReading {
-        let values = fields.lazy.filter { fieldNamesMatch($0.name, "Content-Type") }
-        guard let value = values.first?.value else { return .plain(nil) }
+        let values = values(of: "Content-Type")
+        guard let value = values.first else { return .plain(nil) }
         let mediaType = value.utf8.prefix { $0 != UInt8(ascii: ";") }
         guard values.count == 1, !mediaType.isEmpty, mediaType.allSatisfy(Self.isMIMETypeByte) else { return .unusual }
         return .plain(String(decoding: mediaType.map(asciiLowercased), as: UTF8.self))

@@ -59,12 +59,14 @@ final class CallbackHandoff {
             return
         case 1:
             batch[0].dispatch()
+            batch.removeAll(keepingCapacity: true)
         default:
-            let deliveries = batch
-            DispatchQueue.global().async {
+            // Moved out, not copied: emptying a shared array would copy it first.
+            var deliveries: [Delivery] = []
+            swap(&deliveries, &batch)
+            DispatchQueue.global().async { [deliveries] in
                 for delivery in deliveries { delivery.dispatch() }
             }
         }
-        batch.removeAll(keepingCapacity: true)
     }
 }

@@ -4,23 +4,55 @@ import FoundationNetworking
 #endif
 
 /// The status line and header fields of one HTTP response, as they came off the wire.
+///
+/// The fields are kept as bytes — every trimmed name and value back to back in one buffer —
+/// and become `String`s only when asked for. Heads are built on the network thread for every
+/// response, and most of their values (`Date`, `Server`, …) are never read; a `String` per
+/// name and value was up to eight allocations per small response.
 struct ResponseHead: Sendable, Equatable {
     /// The status code, such as 200.
     var statusCode: Int
     /// The protocol from the status line, such as `HTTP/1.1` or `HTTP/2`.
     var httpVersion: String
-    /// Header fields in the order received; names keep the server's spelling.
-    var fields: [(name: String, value: String)]
+    /// Every field's name and value bytes, in the order received.
+    private var storage: [UInt8] = []
+    /// Where each field's name and value lie in `storage`, in the order received.
+    private var spans: [FieldSpan] = []
 
-    static func == (lhs: ResponseHead, rhs: ResponseHead) -> Bool {
-        lhs.statusCode == rhs.statusCode && lhs.httpVersion == rhs.httpVersion
-            && lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
+    private struct FieldSpan: Sendable, Equatable {
+        var name: Range<Int>
+        var value: Range<Int>
+    }
+
+    /// A head with no fields yet.
+    init(statusCode: Int, httpVersion: String) {
+        self.statusCode = statusCode
+        self.httpVersion = httpVersion
+    }
+
+    /// A head with `fields`, in this order.
+    init(statusCode: Int, httpVersion: String, fields: [(name: String, value: String)]) {
+        self.init(statusCode: statusCode, httpVersion: httpVersion)
+        for (name, value) in fields {
+            var name = name, value = value
+            name.withUTF8 { name in value.withUTF8 { append(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer($0)) } }
+        }
+    }
+
+    /// Header fields in the order received; names keep the server's spelling.
+    var fields: [(name: String, value: String)] {
+        spans.map { (string(storage[$0.name]), string(storage[$0.value])) }
     }
 
     /// The first value of the field `name`, compared case-insensitively (ASCII, as field
     /// names are).
     func value(of name: String) -> String? {
-        fields.first { fieldNamesMatch($0.name, name) }?.value
+        spans.first { isNamed(name, $0) }.map { string(storage[$0.value]) }
+    }
+
+    /// Every value of the field `name`, in the order received.
+    func values(of name: String) -> [String] {
+        spans.filter { isNamed(name, $0) }.map { string(storage[$0.value]) }
     }
 
     /// The body length the `Content-Length` announces, when the body is not content-encoded
@@ -49,6 +81,46 @@ struct ResponseHead: Sendable, Equatable {
         }
         return HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: merged)!
     }
+
+    // MARK: - Building
+
+    /// Adds a field at the end.
+    mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        if storage.isEmpty {
+            // One allocation for a typical head rather than a doubling per few fields.
+            storage.reserveCapacity(512)
+            spans.reserveCapacity(16)
+        }
+        let nameStart = storage.count
+        storage.append(contentsOf: name)
+        let valueStart = storage.count
+        storage.append(contentsOf: value)
+        spans.append(FieldSpan(name: nameStart..<valueStart, value: valueStart..<storage.count))
+    }
+
+    /// Continues the last field's value with a space and `continuation` (obsolete line
+    /// folding); false when there is no field to continue.
+    mutating func continueLastValue(with continuation: UnsafeRawBufferPointer) -> Bool {
+        guard let last = spans.indices.last else { return false }
+        // The last field's value is the end of the storage.
+        storage.append(UInt8(ascii: " "))
+        storage.append(contentsOf: continuation)
+        spans[last].value = spans[last].value.lowerBound..<storage.count
+        return true
+    }
+
+    // MARK: - Reading
+
+    private func isNamed(_ name: String, _ span: FieldSpan) -> Bool {
+        guard span.name.count == name.utf8.count else { return false }
+        return storage.withUnsafeBufferPointer { storage in
+            fieldNamesMatch(UnsafeBufferPointer(rebasing: storage[span.name]), name)
+        }
+    }
+
+    private func string(_ bytes: ArraySlice<UInt8>) -> String {
+        String(decoding: bytes, as: UTF8.self)
+    }
 }
 
 /// Turns the header lines curl hands us, one callback per line, into ``ResponseHead`` values.
@@ -56,9 +128,10 @@ struct ResponseHead: Sendable, Equatable {
 /// One transfer can see several heads: interim 1xx responses, and the 401 that curl answers
 /// itself when it negotiates Digest authentication. Each blank line completes one.
 struct ResponseHeadParser {
-    private var statusCode: Int?
-    private var httpVersion = ""
-    private var fields: [(name: String, value: String)] = []
+    /// The head being read, from its status line on.
+    private var head: ResponseHead?
+    /// A status line whose code did not parse: its fields are read and the head dropped.
+    private var statusIsValid = false
 
     /// Feeds one line, including its CRLF. Returns the head when the line completes one.
     ///
@@ -67,24 +140,41 @@ struct ResponseHeadParser {
         let line = trimmed(bytes, from: 0, to: bytes.count)
         if line.isEmpty {
             defer { self = ResponseHeadParser() }
-            guard let statusCode else { return nil }
-            return ResponseHead(statusCode: statusCode, httpVersion: httpVersion, fields: fields)
+            return statusIsValid ? head : nil
         }
         if line.starts(with: "HTTP/".utf8) {
             // A new status line starts a new head, whatever came before.
-            self = ResponseHeadParser()
-            let parts = line.split(separator: UInt8(ascii: " "), maxSplits: 2)
-            httpVersion = String(decoding: parts[0], as: UTF8.self)
-            statusCode = parts.count > 1 ? Int(String(decoding: parts[1], as: UTF8.self)) : nil
+            let (version, code) = Self.statusLine(line)
+            head = ResponseHead(statusCode: code ?? 0, httpVersion: String(decoding: version, as: UTF8.self))
+            statusIsValid = code != nil
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             let name = trimmed(bytes, from: line.startIndex, to: colon)
             let value = trimmed(bytes, from: colon + 1, to: line.endIndex)
-            fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
-        } else if let last = fields.indices.last, bytes.first == UInt8(ascii: " ") || bytes.first == UInt8(ascii: "\t") {
+            if head == nil { head = ResponseHead(statusCode: 0, httpVersion: "") }
+            head!.append(name: UnsafeRawBufferPointer(rebasing: name), value: UnsafeRawBufferPointer(rebasing: value))
+        } else if bytes.first == UInt8(ascii: " ") || bytes.first == UInt8(ascii: "\t") {
             // Obsolete line folding (RFC 9112 §5.2): a continuation of the previous value.
-            fields[last].value += " " + String(decoding: line, as: UTF8.self)
+            _ = head?.continueLastValue(with: UnsafeRawBufferPointer(rebasing: line))
         }
         return nil
+    }
+
+    /// The protocol and the status code of a status line (nil when it is not a number).
+    private static func statusLine(_ line: Slice<UnsafeRawBufferPointer>) -> (version: Slice<UnsafeRawBufferPointer>, code: Int?) {
+        let space = UInt8(ascii: " ")
+        let versionEnd = line.firstIndex(of: space) ?? line.endIndex
+        var index = versionEnd
+        while index < line.endIndex, line[index] == space { index += 1 }
+        var code = 0
+        var digits = 0
+        while index < line.endIndex, line[index] != space {
+            let digit = line[index] &- UInt8(ascii: "0")
+            guard digit < 10, digits < 9 else { return (line[line.startIndex..<versionEnd], nil) }
+            code = code * 10 + Int(digit)
+            digits += 1
+            index += 1
+        }
+        return (line[line.startIndex..<versionEnd], digits > 0 ? code : nil)
     }
 
     /// `bytes[start..<end]` without leading and trailing spaces, tabs, CR and LF.
@@ -113,11 +203,15 @@ func fieldNamesMatch(_ lhs: String, _ rhs: String) -> Bool {
     // and the rest are compared without the generic iterator (1.6% of the network thread's
     // time for small GETs when they went through `elementsEqual`).
     guard lhs.utf8.count == rhs.utf8.count else { return false }
-    let compared = lhs.utf8.withContiguousStorageIfAvailable { left in
-        rhs.utf8.withContiguousStorageIfAvailable { right in
-            zip(left, right).allSatisfy { asciiLowercased($0) == asciiLowercased($1) }
-        }
+    let compared = lhs.utf8.withContiguousStorageIfAvailable { fieldNamesMatch($0, rhs) }
+    return compared ?? lhs.utf8.elementsEqual(rhs.utf8) { asciiLowercased($0) == asciiLowercased($1) }
+}
+
+/// Whether the field name in `bytes` is `name`, compared as the two-`String` form compares.
+func fieldNamesMatch(_ bytes: UnsafeBufferPointer<UInt8>, _ name: String) -> Bool {
+    guard bytes.count == name.utf8.count else { return false }
+    let compared = name.utf8.withContiguousStorageIfAvailable { name in
+        zip(bytes, name).allSatisfy { asciiLowercased($0) == asciiLowercased($1) }
     }
-    if let compared = compared ?? nil { return compared }
-    return lhs.utf8.elementsEqual(rhs.utf8) { asciiLowercased($0) == asciiLowercased($1) }
+    return compared ?? bytes.elementsEqual(name.utf8) { asciiLowercased($0) == asciiLowercased($1) }
 }
