@@ -1,5 +1,5 @@
 import Foundation
-import HTTPOperations
+@testable import HTTPOperations
 import HTTPTestServer
 import Testing
 
@@ -25,6 +25,45 @@ extension AllTests {
             let headers = try #require(echo["headers"] as? [String: String])
             #expect(headers["content-length"] == "\(body.count)")
             #expect(headers["content-type"] == "application/json")
+        }
+
+        /// Easy handles go from transfer to transfer; a plain GET's handle skips the reset.
+        /// Whatever ran on a handle before, each request goes out as its own.
+        @Test func requestsOneAfterAnotherEachSendTheirOwnMethodAndBody() async throws {
+            let sequence: [(method: String, body: Data?)] = [
+                ("GET", nil), ("POST", Data("first".utf8)), ("GET", nil), ("HEAD", nil), ("GET", nil),
+                ("DELETE", nil), ("GET", nil), ("PUT", Data("second".utf8)), ("GET", nil),
+            ]
+            for _ in 0..<2 {
+                for (method, body) in sequence {
+                    let outcome = try await run(operation(.echo, method: method, body: body))
+                    if method == "HEAD" {
+                        guard case .success = outcome else { throw EchoError(outcome: "\(outcome)") }
+                        continue
+                    }
+                    let echo = try echoed(outcome)
+                    #expect(echo["method"] as? String == method)
+                    #expect(echo["bodyLength"] as? Int == body?.count ?? 0)
+                }
+            }
+        }
+
+        @Test func aPlainTransfersHandleIsKeptPrimedAndResetForAnyOther() {
+            let pool = EasyHandlePool()
+            let first = pool.take(plain: true)
+            #expect(!first.primed, "a new handle has every option at its default")
+            pool.recycle(first.easy, plain: true)
+            #expect(pool.idleCounts == (clean: 0, primed: 1))
+            let second = pool.take(plain: true)
+            #expect(second.easy == first.easy && second.primed)
+            pool.recycle(second.easy, plain: true)
+            let forPost = pool.take(plain: false)
+            #expect(forPost.easy == first.easy && !forPost.primed, "reset before a transfer that is not plain")
+            pool.recycle(forPost.easy, plain: false)
+            #expect(pool.idleCounts == (clean: 1, primed: 0))
+            let afterPost = pool.take(plain: true)
+            #expect(afterPost.easy == first.easy && !afterPost.primed)
+            pool.recycle(afterPost.easy, plain: true)
         }
 
         @Test func postWithoutABodySendsAnEmptyOne() async throws {

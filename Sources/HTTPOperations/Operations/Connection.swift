@@ -66,6 +66,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// Serial queue for writing and removing the sidecar resume data, in order. Made on first
     /// use (network thread): most operations never save resume data.
     lazy var sidecarQueue = DispatchQueue(label: "HTTPOperations.sidecar", qos: .utility)
+    /// The first request's transfer, worked out in `init` on the thread that starts the
+    /// operation, so the network thread does no Foundation parsing for it (redirects and
+    /// authentication rounds are built there, rarely).
+    private var firstTransfer: Result<TransferRequest, any Error>?
 
     /// - Parameter paused: The operation was paused before its transfer began.
     init(operation: URLConnectionOperation, configuration: URLConnectionOperation.State, paused: Bool = false) {
@@ -90,6 +94,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.callbackQueue = queue
         self.uploadProgress = configuration.uploadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
         self.downloadProgress = configuration.downloadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
+        self.firstTransfer = Result { try transferRequest(for: configuration.currentRequest) }
     }
 
     // MARK: - Commands (network thread)
@@ -107,7 +112,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             metrics.firstResumeOffset = held
             downloadProgress?.reset(total: held, expected: knownLength ?? -1)
         }
-        send(request)
+        let first = firstTransfer
+        firstTransfer = nil
+        send(request, prepared: first)
     }
 
     func cancel() {
@@ -118,7 +125,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     // MARK: - Transfers
 
-    func send(_ next: URLRequest) {
+    /// Sends `next` in a new transfer.
+    ///
+    /// - Parameter prepared: Its transfer, when worked out before (the first request's).
+    func send(_ next: URLRequest, prepared: Result<TransferRequest, any Error>? = nil) {
         request = next
         head = nil
         bodyAside = nil
@@ -133,13 +143,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             return
         }
         do {
-            // The credential belongs to the origin the caller asked for, not to wherever a
-            // redirect leads. (Foundation's URL parses its host on each call: asked only
-            // when there is a credential to give.)
-            let sameOrigin = credential != nil
-                && (next.url.flatMap { url in operation.request.url.map { RedirectPolicy.isSameOrigin($0, url) } } ?? false)
-            var transferRequest = try TransferRequest(next, credential: sameOrigin ? credential : nil)
-            transferRequest.securityPolicy = securityPolicy
+            var transferRequest = try (prepared ?? Result { try self.transferRequest(for: next) }).get()
             addRangeHeaders(to: &transferRequest)
             let transfer = CurlTransfer(request: transferRequest, delegate: self)
             if isPaused {
@@ -150,6 +154,18 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         } catch {
             finish(response: nil, error: error)
         }
+    }
+
+    /// What curl needs to send `request`.
+    private func transferRequest(for request: URLRequest) throws -> TransferRequest {
+        // The credential belongs to the origin the caller asked for, not to wherever a
+        // redirect leads. (Foundation's URL parses its host on each call: asked only when
+        // there is a credential to give.)
+        let sameOrigin = credential != nil
+            && (request.url.flatMap { url in operation.request.url.map { RedirectPolicy.isSameOrigin($0, url) } } ?? false)
+        var transferRequest = try TransferRequest(request, credential: sameOrigin ? credential : nil)
+        transferRequest.securityPolicy = securityPolicy
+        return transferRequest
     }
 
     private func start(_ transfer: CurlTransfer) {

@@ -96,8 +96,8 @@ final class CurlMulti {
     /// until it completes.
     func add(_ transfer: CurlTransfer) {
         precondition(!insideCurl, "curl forbids adding a handle from inside its callbacks")
-        let easy = easyHandles.take()
-        transfer.attach(to: easy)
+        let (easy, primed) = easyHandles.take(plain: transfer.isPlain)
+        transfer.attach(to: easy, primed: primed)
         active[easy] = transfer
         keepConnectionsFor(active.count)
         let code = curl_multi_add_handle(handle, easy)
@@ -133,7 +133,7 @@ final class CurlMulti {
 
     private func recycleHandle(of transfer: CurlTransfer) {
         if let easy = transfer.detach() {
-            easyHandles.recycle(easy)
+            easyHandles.recycle(easy, plain: transfer.isPlain)
         }
     }
 

@@ -45,6 +45,9 @@ final class CurlTransfer {
         self.delegate = delegate
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
+        let policy = request.securityPolicy
+        self.isPlain = request.method == "GET" && request.body.isNone && request.credential == nil
+            && policy.trustedCertificateAuthorities == nil && !policy.allowInvalidCertificates && policy.validatesDomainName
     }
 
     deinit {
@@ -58,11 +61,23 @@ final class CurlTransfer {
         }
     }
 
-    /// Sets this transfer's options on `easy`, a handle with every option at its default.
-    /// Called by ``CurlMulti`` as the transfer starts.
-    func attach(to easy: UnsafeMutableRawPointer) {
+    /// Whether this is a plain transfer: a GET without a body, credentials or TLS settings of
+    /// its own. Such a transfer sets the same options as every other plain one, differing
+    /// only in values each sets again, so its handle can serve the next one without a reset
+    /// (see ``EasyHandlePool``).
+    let isPlain: Bool
+
+    /// Sets this transfer's options on `easy`. Called by ``CurlMulti`` as the transfer starts.
+    ///
+    /// - Parameter primed: `easy` holds a plain transfer's options (else every option is at
+    ///   its default); only a plain transfer is given such a handle.
+    func attach(to easy: UnsafeMutableRawPointer, primed: Bool) {
         precondition(self.easy == nil, "a transfer runs once")
+        precondition(isPlain || !primed, "only a plain transfer may reuse a primed handle")
         self.easy = easy
+        if !primed {
+            configureShared()
+        }
         configure()
     }
 
@@ -101,34 +116,39 @@ final class CurlTransfer {
 
     // MARK: - Options
 
-    private func configure() {
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        setString(CURLOPT_URL, request.url.absoluteString)
+    /// The options every transfer sets to the same values.
+    private func configureShared() {
         setLong(CURLOPT_NOSIGNAL, 1)
-        ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         // Offer every encoding this libcurl decodes (gzip, deflate, br, zstd) and decode it.
         setString(CURLOPT_ACCEPT_ENCODING, "")
         setLong(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         // Redirects are followed by the operation, which lets users rewrite or refuse them.
         setLong(CURLOPT_FOLLOWLOCATION, 0)
         setLong(CURLOPT_TCP_KEEPALIVE, 1)
-
-        // Idle timeout, as URLRequest.timeoutInterval means it: connecting, and then no byte
-        // for that long. curl counts the stall in whole seconds.
-        setLong(CURLOPT_CONNECTTIMEOUT_MS, Int(request.timeout * 1000))
         setLong(CURLOPT_LOW_SPEED_LIMIT, 1)
-        setLong(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.timeout.rounded(.up))))
-
         ccurl_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION) { buffer, size, count, userData in
             Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
                 .receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
         }
-        ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me)
         ccurl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { buffer, size, count, userData in
             Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
                 .receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
         }
+    }
+
+    /// This transfer's own options. A plain transfer's set every option a plain transfer
+    /// sets beyond ``configureShared()``, so none of the last one's values survives.
+    private func configure() {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        setString(CURLOPT_URL, request.url.absoluteString)
+        ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me)
         ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
+
+        // Idle timeout, as URLRequest.timeoutInterval means it: connecting, and then no byte
+        // for that long. curl counts the stall in whole seconds.
+        setLong(CURLOPT_CONNECTTIMEOUT_MS, Int(request.timeout * 1000))
+        setLong(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.timeout.rounded(.up))))
 
         configureMethodAndBody(userData: me)
         configureHeaders()

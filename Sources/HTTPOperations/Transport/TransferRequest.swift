@@ -79,6 +79,11 @@ enum RequestBody {
 }
 
 extension RequestBody {
+    /// Whether there is no body at all.
+    var isNone: Bool {
+        if case .none = self { true } else { false }
+    }
+
     /// The body's length when known up front.
     var length: Int64? {
         switch self {
