@@ -45,9 +45,8 @@ final class CurlTransfer {
         self.delegate = delegate
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
-        let policy = request.securityPolicy
         self.isPlain = request.method == "GET" && request.body.isNone && request.credential == nil
-            && policy.trustedCertificateAuthorities == nil && !policy.allowInvalidCertificates && policy.validatesDomainName
+            && request.securityPolicy == .default
     }
 
     deinit {

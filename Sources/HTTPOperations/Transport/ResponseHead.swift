@@ -99,21 +99,19 @@ struct ResponseHead: Sendable, Equatable {
     }
 
     /// Continues the last field's value with a space and `continuation` (obsolete line
-    /// folding); false when there is no field to continue.
-    mutating func continueLastValue(with continuation: UnsafeRawBufferPointer) -> Bool {
-        guard let last = spans.indices.last else { return false }
+    /// folding); does nothing when there is no field yet.
+    mutating func continueLastValue(with continuation: UnsafeRawBufferPointer) {
+        guard let last = spans.indices.last else { return }
         // The last field's value is the end of the storage.
         storage.append(UInt8(ascii: " "))
         storage.append(contentsOf: continuation)
         spans[last].value = spans[last].value.lowerBound..<storage.count
-        return true
     }
 
     // MARK: - Reading
 
     private func isNamed(_ name: String, _ span: FieldSpan) -> Bool {
-        guard span.name.count == name.utf8.count else { return false }
-        return storage.withUnsafeBufferPointer { storage in
+        storage.withUnsafeBufferPointer { storage in
             fieldNamesMatch(UnsafeBufferPointer(rebasing: storage[span.name]), name)
         }
     }
@@ -128,10 +126,9 @@ struct ResponseHead: Sendable, Equatable {
 /// One transfer can see several heads: interim 1xx responses, and the 401 that curl answers
 /// itself when it negotiates Digest authentication. Each blank line completes one.
 struct ResponseHeadParser {
-    /// The head being read, from its status line on.
+    /// The head being read, from a status line with a valid code on; nil before one, or
+    /// after a status line whose code did not parse (its fields are then skipped).
     private var head: ResponseHead?
-    /// A status line whose code did not parse: its fields are read and the head dropped.
-    private var statusIsValid = false
 
     /// Feeds one line, including its CRLF. Returns the head when the line completes one.
     ///
@@ -140,21 +137,19 @@ struct ResponseHeadParser {
         let line = trimmed(bytes, from: 0, to: bytes.count)
         if line.isEmpty {
             defer { self = ResponseHeadParser() }
-            return statusIsValid ? head : nil
+            return head
         }
         if line.starts(with: "HTTP/".utf8) {
             // A new status line starts a new head, whatever came before.
             let (version, code) = Self.statusLine(line)
-            head = ResponseHead(statusCode: code ?? 0, httpVersion: String(decoding: version, as: UTF8.self))
-            statusIsValid = code != nil
-        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            head = code.map { ResponseHead(statusCode: $0, httpVersion: String(decoding: version, as: UTF8.self)) }
+        } else if head != nil, let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             let name = trimmed(bytes, from: line.startIndex, to: colon)
             let value = trimmed(bytes, from: colon + 1, to: line.endIndex)
-            if head == nil { head = ResponseHead(statusCode: 0, httpVersion: "") }
             head!.append(name: UnsafeRawBufferPointer(rebasing: name), value: UnsafeRawBufferPointer(rebasing: value))
         } else if bytes.first == UInt8(ascii: " ") || bytes.first == UInt8(ascii: "\t") {
             // Obsolete line folding (RFC 9112 §5.2): a continuation of the previous value.
-            _ = head?.continueLastValue(with: UnsafeRawBufferPointer(rebasing: line))
+            head?.continueLastValue(with: UnsafeRawBufferPointer(rebasing: line))
         }
         return nil
     }
