@@ -24,7 +24,7 @@ extension Connection {
             publishResumeData(saving: true)
             if let whenPaused {
                 let callbackQueue = self.callbackQueue
-                sidecarQueue.async { callbackQueue.async(execute: whenPaused) }
+                writerQueue.async { callbackQueue.async(execute: whenPaused) }
             }
         } else if !startPendingTransfer(), interrupted {
             interrupted = false
@@ -160,9 +160,10 @@ extension Connection {
     func publishResumeData(saving: Bool) {
         publishMetrics()
         guard let sink, let destination = sink.destination, let url = request.url else { return }
-        // The offset recorded must be what the file holds. A write that fails here drops its
-        // bytes from the count; they are fetched again on resume.
-        try? sink.flush()
+        // The resume data is written after the bytes it counts (same serial queue). Should one
+        // of those writes fail, the offset overstates the file; it is advisory, and a resume
+        // continues from the file's real size.
+        sink.flush()
         var headers = request.allHTTPHeaderFields ?? [:]
         headers = headers.filter { !ResumeData.excludedHeaders.contains($0.key.lowercased()) }
         let data = ResumeData(url: url, method: request.httpMethod ?? "GET", headers: headers, validator: validator,
@@ -170,7 +171,7 @@ extension Connection {
         operation.state.withLock { $0.resumeData = data }
         guard saving, let encoded = try? data.encoded() else { return }
         let sidecar = ResumeData.sidecarURL(for: destination)
-        sidecarQueue.async {
+        writerQueue.async {
             try? encoded.write(to: sidecar, options: .atomic)
         }
     }
@@ -180,11 +181,11 @@ extension Connection {
     /// checks the expected length and SHA-256, then removes the saved resume data.
     func completionCheck(succeeded: Bool) -> (@Sendable (Data?) -> (any Error)?)? {
         // Only downloads to a file have resume data on disk to wait for or remove.
-        let sidecarQueue = sink?.destination == nil ? nil : self.sidecarQueue
+        let writerQueue = sink?.destination == nil ? nil : self.writerQueue
         guard succeeded else {
-            guard let sidecarQueue else { return nil }
+            guard let writerQueue else { return nil }
             return { _ in
-                sidecarQueue.sync {}
+                writerQueue.sync {}
                 return nil
             }
         }
@@ -195,8 +196,8 @@ extension Connection {
             let failure = check.verify(memory: data)
             // Complete, or corrupt beyond what resuming could mend: either way the saved
             // resume data has served its purpose.
-            if let sidecar, let sidecarQueue {
-                sidecarQueue.sync { try? FileManager.default.removeItem(at: sidecar) }
+            if let sidecar, let writerQueue {
+                writerQueue.sync { try? FileManager.default.removeItem(at: sidecar) }
             }
             return failure
         }

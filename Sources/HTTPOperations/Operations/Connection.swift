@@ -63,9 +63,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     var metrics = DownloadMetrics()
     /// A 416 said the bytes held are the whole resource.
     var completeWithoutBody = false
-    /// Serial queue for writing and removing the sidecar resume data, in order. Made on first
-    /// use (network thread): most operations never save resume data.
-    lazy var sidecarQueue = DispatchQueue(label: "HTTPOperations.sidecar", qos: .utility)
+    /// Serial queue that writes the body to its file or stream, and writes and removes the
+    /// sidecar resume data after the bytes it describes. Made on first use (network thread):
+    /// bodies in memory never need it.
+    lazy var writerQueue = DispatchQueue(label: "HTTPOperations.writer")
+    /// The transfer that was told to wait for the writer (see ``BodyWriter``), until it hears
+    /// there is room.
+    private var transferWaitingForRoom: CurlTransfer?
     /// The first request's transfer, worked out in `init` on the thread that starts the
     /// operation, so the network thread does no Foundation parsing for it (redirects and
     /// authentication rounds are built there, rarely).
@@ -103,7 +107,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         guard !isFinished else { return }
         do {
             let continuing = download.continuing || download.validator != nil
-            sink = try ResponseBodySink(destination: download.destination, stream: outputStream, continuing: continuing)
+            sink = try ResponseBodySink(destination: download.destination, stream: outputStream, continuing: continuing,
+                                        writerQueue: { writerQueue }, roomAvailable: { [self] in
+                                            NetworkThread.shared.perform { self.writerHasRoom() }
+                                        })
         } catch {
             return finish(response: nil, error: error)
         }
@@ -213,24 +220,37 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         return true
     }
 
-    func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> Bool {
+    func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> BodyDisposition {
         if bodyAside != nil {
             guard bodyAside!.count + bytes.count <= Self.provisionalBodyLimit else {
                 abortReason = URLError(.dataLengthExceedsMaximum, url: request.url,
                                        description: "A redirect, challenge or error body exceeded \(Self.provisionalBodyLimit) bytes.")
-                return false
+                return .abort
             }
             bodyAside!.append(contentsOf: bytes)
-            return true
+            return .taken
         }
-        do {
-            try sink?.write(bytes)
-        } catch {
-            abortReason = error
-            return false
+        guard let sink else { return .taken }
+        if let failure = sink.writeError {
+            abortReason = failure
+            return .abort
         }
+        guard sink.canAccept(bytes.count) else {
+            // The writer is behind: curl keeps these bytes and stops reading the socket.
+            transferWaitingForRoom = transfer
+            return .later
+        }
+        sink.write(bytes)
         downloadProgress?.record(Int64(bytes.count), expected: expectedLength)
-        return true
+        return .taken
+    }
+
+    /// The writer made room: let the transfer that waited for it go on, if it still runs.
+    private func writerHasRoom() {
+        guard let waiting = transferWaitingForRoom else { return }
+        transferWaitingForRoom = nil
+        guard waiting === transfer, !isFinished else { return }
+        NetworkThread.shared.multi.resumeReceiving(waiting)
     }
 
     func transfer(_ transfer: CurlTransfer, didSendBodyBytes count: Int) {
@@ -335,11 +355,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         bodyAside = nil
         operation.state.withLock { $0.response = response }
         if rangeSentFrom == nil, sink?.heldBytes == 0 {
-            do {
-                try held.withUnsafeBytes { try sink?.write($0) }
-            } catch {
-                return finish(response: response, error: error)
-            }
+            held.withUnsafeBytes { sink?.write($0) }
             finish(response: response, error: abortReason)
         } else {
             finish(response: response, error: abortReason, separateBody: held)
@@ -348,21 +364,27 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     // MARK: - The end
 
-    /// Hands the outcome to the operation, once.
+    /// Hands the outcome to the operation, once, after the last byte of the body is written.
     ///
     /// - Parameter separateBody: A body to report that is not part of the bytes held.
     func finish(response: URLResponse?, error: (any Error)?, separateBody: Data? = nil) {
         guard !isFinished else { return }
         isFinished = true
         stopTransfer()
-        var error = error
-        do {
-            try sink?.flush()
-        } catch let writeError {
-            // The body is not all on disk: a success would be a lie.
-            error = error ?? writeError
+        guard let sink, !sink.isMemory else {
+            return report(response: response, error: error, separateBody: separateBody)
         }
-        sink?.close()
+        // A file or stream is written off this thread; the outcome waits for the last write.
+        sink.close { [self] writeError in
+            NetworkThread.shared.perform {
+                // The body is not all written: a success would be a lie.
+                self.report(response: response, error: error ?? writeError, separateBody: separateBody)
+            }
+        }
+    }
+
+    /// The rest of ``finish(response:error:separateBody:)``, once the body is written.
+    private func report(response: URLResponse?, error: (any Error)?, separateBody: Data?) {
         if let error {
             logger.debug("transfer failed", metadata: ["error": "\(error)"])
         }

@@ -116,6 +116,19 @@ final class CurlMulti {
         recycleHandle(of: transfer)
     }
 
+    /// Lets curl deliver the body of `transfer` again after its delegate answered `.later`.
+    /// curl may hand over the bytes it kept before this returns.
+    func resumeReceiving(_ transfer: CurlTransfer) {
+        precondition(!insideCurl, "curl forbids unpausing from inside its callbacks")
+        guard let easy = transfer.easy, active[easy] === transfer else { return }
+        insideCurl = true
+        curl_easy_pause(easy, ccurl_pause_cont)
+        insideCurl = false
+        // curl_easy_pause does not call the timer callback on this libcurl: ask for a pass now,
+        // so curl reads the socket it stopped watching.
+        armTimer(milliseconds: 0)
+    }
+
     /// Keeps room in curl's connection cache for four connections per transfer at the most
     /// transfers seen at once. curl's own default is four per handle *currently* added, so a
     /// moment with few transfers in (between one finishing and the next arriving from its
@@ -133,7 +146,7 @@ final class CurlMulti {
 
     private func recycleHandle(of transfer: CurlTransfer) {
         if let easy = transfer.detach() {
-            easyHandles.recycle(easy, plain: transfer.isPlain)
+            easyHandles.recycle(easy, plain: transfer.isPlain && !transfer.pausedReceiving)
         }
     }
 

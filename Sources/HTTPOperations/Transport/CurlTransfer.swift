@@ -10,13 +10,25 @@ protocol CurlTransferDelegate: AnyObject {
     /// A final response head arrived (interim 1xx heads are not reported). Return `false` to
     /// abort the transfer before any of its body is delivered.
     func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead) -> Bool
-    /// Body bytes arrived, already decoded from any content encoding. Return `false` to abort
-    /// the transfer; it then completes with `CURLE_WRITE_ERROR`.
-    func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> Bool
+    /// Body bytes arrived, already decoded from any content encoding. Return `.abort` to end
+    /// the transfer (it completes with `CURLE_WRITE_ERROR`), or `.later` to leave them with
+    /// curl, which pauses the transfer until ``CurlMulti/resumeReceiving(_:)`` and then
+    /// offers the same bytes again.
+    func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> BodyDisposition
     /// curl took `count` more bytes of the request body.
     func transfer(_ transfer: CurlTransfer, didSendBodyBytes count: Int)
     /// The transfer ended: `error` is nil on success.
     func transfer(_ transfer: CurlTransfer, didCompleteWith error: CurlError?)
+}
+
+/// What a ``CurlTransferDelegate`` did with a chunk of response body.
+enum BodyDisposition {
+    /// The bytes are taken.
+    case taken
+    /// Not now: curl keeps the bytes and pauses receiving.
+    case later
+    /// Stop the transfer.
+    case abort
 }
 
 /// One request and its response, from the first byte to the last, on a curl easy handle.
@@ -65,6 +77,10 @@ final class CurlTransfer {
     /// only in values each sets again, so its handle can serve the next one without a reset
     /// (see ``EasyHandlePool``).
     let isPlain: Bool
+
+    /// Whether curl was ever told to hold this transfer's body (`.later`). Its handle then
+    /// goes back reset, not primed, so no pause state can reach the next transfer.
+    private(set) var pausedReceiving = false
 
     /// Sets this transfer's options on `easy`. Called by ``CurlMulti`` as the transfer starts.
     ///
@@ -243,7 +259,13 @@ final class CurlTransfer {
 
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
         guard let delegate else { return 0 }
-        return delegate.transfer(self, didReceiveBody: bytes) ? bytes.count : 0
+        switch delegate.transfer(self, didReceiveBody: bytes) {
+        case .taken: return bytes.count
+        case .later:
+            pausedReceiving = true
+            return Int(ccurl_writefunc_pause)
+        case .abort: return 0
+        }
     }
 
     private func readBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {

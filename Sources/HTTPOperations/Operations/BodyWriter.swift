@@ -1,0 +1,213 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes a response body to a file or a caller's stream on a serial queue, so the network
+/// thread never waits for a disk or a slow consumer.
+///
+/// The network thread copies curl's chunks into a buffer of ``bufferSize`` bytes and hands
+/// each full buffer to the queue. At most ``buffersAhead`` buffers wait there; when they are
+/// all taken, ``canAccept(_:)`` says no, the transfer pauses (curl keeps the chunk), and the
+/// queue calls `roomAvailable` once a buffer is written, so memory stays bounded whatever the
+/// body's size and however slow the writes.
+///
+/// Writes happen in order. The first write that fails is kept as ``error``; every later
+/// buffer is dropped unwritten, so no byte lands after a gap. Truncation (a resume answered
+/// with the whole resource) and closing are jobs on the same queue, after the writes handed
+/// in before them.
+///
+/// Thread-safety: the buffer being filled is the network thread's alone. What both sides
+/// touch — the count of buffers ahead, whether room is wanted, the first error — lives in
+/// one struct behind one `Mutex`. The target is used only by the queue once writing starts.
+final class BodyWriter: @unchecked Sendable {
+    /// Where the bytes go.
+    enum Target {
+        /// A file, written at its descriptor's offset; the writer closes it.
+        case file(FileHandle, URL)
+        /// A caller's stream, opened and closed by the writer.
+        case stream(OutputStream)
+    }
+
+    /// Bytes per hand-over: 400 write(2) calls for 100 MiB.
+    static let bufferSize = 256 << 10
+    /// Buffers handed to the queue and not yet written before the transfer waits.
+    static let buffersAhead = 2
+
+    private struct Shared {
+        var ahead = 0
+        /// The network thread was refused room and waits to hear of it.
+        var roomWanted = false
+        var error: URLError?
+    }
+
+    /// A filled buffer on its way to the queue; owned by whichever side holds it.
+    private struct Filled: @unchecked Sendable {
+        let buffer: UnsafeMutableRawBufferPointer
+        let count: Int
+    }
+
+    private let shared = Mutex(Shared())
+    private let queue: DispatchQueue
+    private let target: Handover<Target>
+    private let roomAvailable: @Sendable () -> Void
+    private let pool: BodyBufferPool
+    /// The buffer being filled, network thread only.
+    private var filling: UnsafeMutableRawBufferPointer?
+    private var fillCount = 0
+
+    /// - Parameters:
+    ///   - target: The file or stream; a stream is opened on `queue`.
+    ///   - queue: A serial queue; other jobs on it (resume data beside the file) run after the
+    ///     writes handed in before them.
+    ///   - emptyFirst: Empty the file before the first write.
+    ///   - roomAvailable: Called on `queue` when a buffer was written after ``canAccept(_:)``
+    ///     said no.
+    init(target: Target, queue: DispatchQueue, emptyFirst: Bool = false, pool: BodyBufferPool = .shared,
+         roomAvailable: @escaping @Sendable () -> Void) {
+        self.target = Handover(target)
+        self.queue = queue
+        self.pool = pool
+        self.roomAvailable = roomAvailable
+        queue.async { [self] in
+            switch self.target.value {
+            case .stream(let stream): stream.open()
+            case .file where emptyFirst: self.keep(self.empty())
+            case .file: break
+            }
+        }
+    }
+
+    deinit {
+        if let filling { pool.recycle(filling) }
+    }
+
+    /// The first write, truncation or close that failed.
+    var error: URLError? { shared.withLock { $0.error } }
+
+    /// Whether `count` more bytes can be taken now. When not, `roomAvailable` is called once
+    /// there is room.
+    func canAccept(_ count: Int) -> Bool {
+        if filling != nil, fillCount + count <= Self.bufferSize { return true }
+        return shared.withLock { shared in
+            // A buffer is handed over before the next is filled, so one more must fit ahead.
+            guard shared.ahead < Self.buffersAhead else {
+                shared.roomWanted = true
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Takes `bytes`, whatever ``canAccept(_:)`` says (bodies held aside arrive whole).
+    func append(_ bytes: UnsafeRawBufferPointer) {
+        var offset = 0
+        while offset < bytes.count {
+            let buffer = filling ?? pool.take(atLeast: Self.bufferSize)
+            filling = buffer
+            let count = min(bytes.count - offset, buffer.count - fillCount)
+            UnsafeMutableRawBufferPointer(rebasing: buffer[fillCount..<(fillCount + count)])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
+            fillCount += count
+            offset += count
+            if fillCount == buffer.count { handOver() }
+        }
+    }
+
+    /// Hands the bytes taken so far to the queue.
+    func handOver() {
+        guard let buffer = filling, fillCount > 0 else { return }
+        let filled = Filled(buffer: buffer, count: fillCount)
+        filling = nil
+        fillCount = 0
+        shared.withLock { $0.ahead += 1 }
+        queue.async { [self] in
+            if self.error == nil {
+                self.keep(self.write(UnsafeRawBufferPointer(rebasing: filled.buffer[0..<filled.count])))
+            }
+            self.pool.recycle(filled.buffer)
+            let notify = shared.withLock { shared -> Bool in
+                shared.ahead -= 1
+                defer { shared.roomWanted = false }
+                return shared.roomWanted
+            }
+            if notify { self.roomAvailable() }
+        }
+    }
+
+    /// Drops the bytes not yet handed over and empties the file after the writes before.
+    func discardAndEmpty() {
+        fillCount = 0
+        queue.async { [self] in
+            guard self.error == nil else { return }
+            self.keep(self.empty())
+        }
+    }
+
+    /// Hands over what is left, closes the target after the last write, and calls `completion`
+    /// on the queue with the first error, if any.
+    func close(then completion: @escaping @Sendable (URLError?) -> Void) {
+        handOver()
+        queue.async { [self] in
+            switch self.target.value {
+            case .file(let handle, _): try? handle.close()
+            case .stream(let stream): stream.close()
+            }
+            completion(self.error)
+        }
+    }
+
+    // MARK: - On the queue
+
+    /// Keeps `failure` as the writer's error unless an earlier one is kept.
+    private func keep(_ failure: URLError?) {
+        guard let failure else { return }
+        shared.withLock { shared in
+            if shared.error == nil { shared.error = failure }
+        }
+    }
+
+    /// Writes all of `bytes`; the error, if any.
+    private func write(_ bytes: UnsafeRawBufferPointer) -> URLError? {
+        switch target.value {
+        case .file(let handle, let url):
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(handle.fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    let reason = String(cString: strerror(errno))
+                    return URLError(.cannotWriteToFile, url: url, description: "Writing \(url.path) failed: \(reason).")
+                }
+                offset += written
+            }
+        case .stream(let stream):
+            var offset = 0
+            while offset < bytes.count {
+                let written = stream.write(bytes.baseAddress!.advanced(by: offset).assumingMemoryBound(to: UInt8.self),
+                                           maxLength: bytes.count - offset)
+                guard written > 0 else {
+                    // Asked only in the error state: corelibs traps reading `streamError` of a
+                    // stream that has none (seen with an OutputStream subclass).
+                    let error = stream.streamStatus == .error ? stream.streamError : nil
+                    let reason = error.map { "\($0)" } ?? "the stream accepted no bytes"
+                    return URLError(.cannotWriteToFile, url: nil, description: "Writing the response body failed: \(reason).")
+                }
+                offset += written
+            }
+        }
+        return nil
+    }
+
+    /// Empties the file and writes from its start again; the error, if any.
+    private func empty() -> URLError? {
+        guard case .file(let handle, let url) = target.value else { return nil }
+        guard ftruncate(handle.fileDescriptor, 0) == 0, lseek(handle.fileDescriptor, 0, SEEK_SET) == 0 else {
+            let reason = String(cString: strerror(errno))
+            return URLError(.cannotWriteToFile, url: url, description: "Emptying \(url.path) failed: \(reason).")
+        }
+        return nil
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import HTTPOperations
+import HTTPTestServer
+import Synchronization
+import Testing
+
+/// An output stream that keeps what it is given, can hold every write until the test opens
+/// its gate, and can refuse writes after a number of bytes.
+final class GatedOutputStream: OutputStream {
+    private let received = Mutex(Data())
+    private let gate = DispatchSemaphore(value: 0)
+    private let failAfter: Int?
+    /// Fires when a write first finds the gate shut.
+    let blocked = TestSignal("a write held at the gate")
+
+    /// - Parameters:
+    ///   - gated: Hold writes until ``open(gate:)``.
+    ///   - failAfter: Refuse every write once this many bytes were taken.
+    init(gated: Bool, failAfter: Int? = nil) {
+        self.failAfter = failAfter
+        super.init(toMemory: ())
+        if !gated { gate.signal() }
+    }
+
+    required convenience init(toMemory: ()) {
+        self.init(gated: false)
+    }
+
+    /// Lets the held write and every later one through.
+    func openGate() { gate.signal() }
+
+    var bytes: Data { received.withLock { $0 } }
+
+    override func open() {}
+    override func close() {}
+    override var hasSpaceAvailable: Bool { true }
+
+    override func write(_ buffer: UnsafePointer<UInt8>, maxLength length: Int) -> Int {
+        if blocked.count == 0 { blocked.fire() }
+        gate.wait()
+        gate.signal()
+        return received.withLock { data in
+            if let failAfter, data.count >= failAfter { return -1 }
+            data.append(buffer, count: length)
+            return length
+        }
+    }
+}
+
+/// CPU time used by this process so far, in seconds.
+private func processCPUSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+extension AllTests {
+    /// Bodies bound for a file or a stream are written off the network thread, in bounded
+    /// memory (Docs/Architecture.md, "Writing bodies").
+    @Suite struct BodyWriting {
+        @Test func aBlockedStreamHoldsUpNoOtherTransferAndTakesBoundedMemory() async throws {
+            let size = 8 << 20
+            let stream = GatedOutputStream(gated: true)
+            let download = operation(.bytes(size))
+            download.outputStream = stream
+            let taken = Mutex<Int64>(0)
+            download.setDownloadProgressBlock { _, total, _ in taken.withLock { $0 = total } }
+            let recorder = OutcomeRecorder()
+            recorder.watch(download)
+            OperationQueue().addOperation(download)
+            try await stream.blocked.wait()
+
+            // The network thread is free: another transfer runs to its end meanwhile.
+            let other = try await run(operation(.bytes(1000)), timeout: .seconds(10))
+            #expect(other.error == nil)
+            // Give curl time to fill whatever room there is; then it must be waiting, and
+            // waiting must not spin (a paused transfer whose socket stayed watched would keep
+            // the network thread busy: ~100% of a core over this window).
+            let cpuBefore = processCPUSeconds()
+            try await Task.sleep(for: .milliseconds(500))
+            let cpuUsed = processCPUSeconds() - cpuBefore
+            #expect(cpuUsed < 0.25, "the process used \(cpuUsed) s of CPU in 0.5 s while the writer was stuck")
+            let held = taken.withLock { $0 }
+            #expect(held < Int64(size))
+            #expect(held <= 3 * 256 << 10, "took \(held) bytes while the writer was stuck")
+            #expect(recorder.outcome(of: download) == nil)
+
+            stream.openGate()
+            try await recorder.done.wait()
+            #expect(recorder.outcome(of: download)?.error == nil)
+            #expect(stream.bytes == TestServer.pattern(count: size))
+        }
+
+        @Test func waitingForTheWriterIsNotAStall() async throws {
+            // The request's idle timeout is 1 s; the writer is held for 2.5 s. curl must not
+            // count the wait as a transfer that stopped.
+            let size = 4 << 20
+            let stream = GatedOutputStream(gated: true)
+            let download = operation(.bytes(size), timeout: 1)
+            download.outputStream = stream
+            let recorder = OutcomeRecorder()
+            recorder.watch(download)
+            OperationQueue().addOperation(download)
+            try await stream.blocked.wait()
+            try await Task.sleep(for: .milliseconds(2500))
+            stream.openGate()
+            try await recorder.done.wait()
+            #expect(recorder.outcome(of: download)?.error == nil)
+            #expect(stream.bytes == TestServer.pattern(count: size))
+        }
+
+        @Test func aWriteThatFailsFailsTheDownloadAndNothingFollowsTheGap() async throws {
+            let stream = GatedOutputStream(gated: false, failAfter: 300 << 10)
+            let download = operation(.bytes(16 << 20))
+            download.outputStream = stream
+            let outcome = try await run(download)
+            #expect(outcome.urlErrorCode == .cannotWriteToFile)
+            let written = stream.bytes
+            #expect(written.count >= 300 << 10)
+            #expect(written == TestServer.pattern(count: written.count))
+        }
+
+        @Test func cancellingWhileTheWriterIsHeldEndsOnceItLetsGo() async throws {
+            let stream = GatedOutputStream(gated: true)
+            let download = operation(.bytes(8 << 20))
+            download.outputStream = stream
+            let recorder = OutcomeRecorder()
+            recorder.watch(download)
+            OperationQueue().addOperation(download)
+            try await stream.blocked.wait()
+            download.cancel()
+            stream.openGate()
+            try await recorder.done.wait()
+            #expect(recorder.outcome(of: download)?.urlErrorCode == .cancelled)
+            // What was taken before the cancel is written whole, in order.
+            let written = stream.bytes
+            #expect(written == TestServer.pattern(count: written.count))
+        }
+    }
+}
