@@ -108,8 +108,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         do {
             let continuing = download.continuing || download.validator != nil
             sink = try ResponseBodySink(destination: download.destination, stream: outputStream, continuing: continuing,
-                                        writerQueue: { writerQueue }, roomAvailable: { [self] in
-                                            NetworkThread.shared.perform { self.writerHasRoom() }
+                                        writerQueue: { writerQueue }, roomAvailable: { [weak self] in
+                                            // Weak: the sink's writer is ours; a strong capture would be a cycle.
+                                            guard let connection = self else { return }
+                                            NetworkThread.shared.perform { connection.writerHasRoom() }
                                         })
         } catch {
             return finish(response: nil, error: error)
