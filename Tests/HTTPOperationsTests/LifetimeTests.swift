@@ -1,6 +1,7 @@
 import Foundation
 import HTTPOperations
 import HTTPTestServer
+import Synchronization
 import Testing
 
 extension AllTests {
@@ -23,6 +24,30 @@ extension AllTests {
                 try await waitUntilFinished(op)
             }
             try await released.wait(timeout: .seconds(5))
+        }
+
+        /// An operation's last reference never goes on the network thread: its `deinit` (a
+        /// subclass's is user code) must not run there, nor hold up every transfer. The race
+        /// this guards against (waking a worker preempted the network thread before it let go
+        /// of the outcome it handed over) showed under perf at full load, not reliably here;
+        /// this catches a network thread that keeps operations alive outright.
+        @Test func noOperationIsDeallocatedOnTheNetworkThread() async throws {
+            let count = 2000
+            let released = TestSignal("operations released")
+            let onNetworkThread = Mutex(0)
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 16
+            for _ in 0..<count {
+                let op = ObservedOperation(request: URLRequest(url: testServer.url(.bytes(20))))
+                op.onDeinit = {
+                    if Thread.current.name == "HTTPOperations.network" { onNetworkThread.withLock { $0 += 1 } }
+                    released.fire()
+                }
+                op.setCompletionBlockWithSuccess({ _, _ in }, failure: { _, _ in })
+                queue.addOperation(op)
+            }
+            try await released.wait(times: count, timeout: .seconds(60))
+            #expect(onNetworkThread.withLock { $0 } == 0)
         }
 
         /// A download written by a writer queue (to a file, or to a stream) is released too:

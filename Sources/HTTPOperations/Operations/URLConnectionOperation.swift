@@ -431,7 +431,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
             NotificationCenter.default.post(name: .networkingOperationDidFinish, object: self)
         }
         if let handoff {
-            handoff.deliver(on: queue, group: group, deliver)
+            // Consumed: the network thread must not hold the last reference to this operation.
+            handoff.deliver(on: queue, group: group, consume deliver)
         } else {
             queue.async(group: group, execute: deliver)
         }

@@ -15,17 +15,38 @@ import Dispatch
 /// A dispatch group is entered when the work is handed in, not when it reaches its queue, so
 /// a `notify` or `wait` on the group cannot slip through the gap.
 ///
+/// The network thread lets go of the work before its block can run: the work travels in a
+/// ``Parcel`` whose only strong reference is handed to the block, so whatever the work
+/// captures (an operation, and with it a subclass's `deinit`, which is user code) is
+/// released on the callback queue. Holding a copy until `async` returned made the network
+/// thread drop the last reference whenever waking the worker preempted it: perf found
+/// `HTTPRequestOperation.deinit` in 1.1% of its samples at 16 small GETs in flight.
+///
 /// Confined to the network thread.
 final class CallbackHandoff {
-    private struct Delivery: Sendable {
-        let queue: DispatchQueue
-        let group: DispatchGroup?
+    /// One piece of work and its group, owned by the block that runs it.
+    private final class Parcel: Sendable {
         let work: @Sendable () -> Void
+        let group: DispatchGroup?
 
+        init(work: @escaping @Sendable () -> Void, group: DispatchGroup?) {
+            self.work = work
+            self.group = group
+        }
+    }
+
+    private struct Delivery: @unchecked Sendable {
+        // @unchecked: `parcel` is an unmanaged strong reference that exactly one block takes.
+        let queue: DispatchQueue
+        let parcel: Unmanaged<Parcel>
+
+        /// Hands the parcel's reference to the block; nothing else holds one.
         func dispatch() {
+            let parcel = self.parcel
             queue.async {
-                work()
-                group?.leave()
+                let taken = parcel.takeRetainedValue()
+                taken.work()
+                taken.group?.leave()
             }
         }
     }
@@ -34,6 +55,7 @@ final class CallbackHandoff {
     private var collecting = false
 
     /// Runs `body`, holding back the work it hands in until it returns, then dispatches it.
+    /// `body` should let go of what the work captures before it returns.
     func collect(_ body: () -> Void) {
         guard !collecting else { return body() }
         collecting = true
@@ -43,14 +65,15 @@ final class CallbackHandoff {
     }
 
     /// Runs `work` on `queue` (inside `group`): at the end of the enclosing ``collect(_:)``, or
-    /// now when there is none.
-    func deliver(on queue: DispatchQueue, group: DispatchGroup?, _ work: @escaping @Sendable () -> Void) {
-        guard collecting else {
-            queue.async(group: group, execute: work)
-            return
-        }
+    /// now when there is none. The caller should pass its last reference to `work`.
+    func deliver(on queue: DispatchQueue, group: DispatchGroup?, _ work: consuming @escaping @Sendable () -> Void) {
         group?.enter()
-        batch.append(Delivery(queue: queue, group: group, work: work))
+        let delivery = Delivery(queue: queue, parcel: .passRetained(Parcel(work: work, group: group)))
+        if collecting {
+            batch.append(delivery)
+        } else {
+            delivery.dispatch()
+        }
     }
 
     private func flush() {

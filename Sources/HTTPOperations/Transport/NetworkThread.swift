@@ -119,7 +119,7 @@ private final class Inbox: @unchecked Sendable {
     }
 
     private func drain() {
-        let jobs = state.withLock { state -> [@Sendable () -> Void] in
+        var jobs = state.withLock { state -> [@Sendable () -> Void] in
             let jobs = state.jobs
             state.jobs.removeAll(keepingCapacity: true)
             return jobs
@@ -128,6 +128,9 @@ private final class Inbox: @unchecked Sendable {
             for job in jobs {
                 job()
             }
+            // Released before the batch leaves: a job may hold the last reference to an
+            // operation whose outcome it decided, and that must die on its callback queue.
+            jobs.removeAll()
         }
     }
 }
