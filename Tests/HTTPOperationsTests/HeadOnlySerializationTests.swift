@@ -74,6 +74,8 @@ extension AllTests {
             #expect(reading("text/html ;q=1") == .unusual)
             #expect(reading("") == .unusual)
             #expect(reading("text/html", "application/json") == .unusual)
+            #expect(reading("TEXT/Plain;charset=\"utf-8\"") == .plain("text/plain"))
+            #expect(reading(";charset=utf-8") == .unusual)
         }
 
         @Test func onlyTheLibrarysOwnSerializersJudgeFromTheHead() {

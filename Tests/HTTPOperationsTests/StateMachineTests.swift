@@ -71,6 +71,23 @@ extension AllTests {
             ]))
         }
 
+        @Test func theDecodedContentLengthIsReadFromDigitsOnly() {
+            func length(_ fields: (String, String)...) -> Int64? {
+                ResponseHead(statusCode: 200, httpVersion: "HTTP/1.1", fields: fields.map { (name: $0.0, value: $0.1) })
+                    .decodedContentLength
+            }
+            #expect(length(("content-length", "1234")) == 1234)
+            #expect(length(("Content-Length", "9223372036854775807")) == Int64.max)
+            #expect(length(("Content-Length", "9223372036854775808")) == nil, "overflow")
+            #expect(length(("Content-Length", "-1")) == nil)
+            #expect(length(("Content-Length", "+5")) == nil)
+            #expect(length(("Content-Length", "12a")) == nil)
+            #expect(length(("Content-Length", "")) == nil)
+            #expect(length() == nil)
+            #expect(length(("Content-Encoding", "gzip"), ("Content-Length", "10")) == nil, "counts encoded bytes")
+            #expect(length(("Content-Encoding", "IDENTITY"), ("Content-Length", "10")) == 10)
+        }
+
         @Test func interimHeadsAreRecognised() {
             #expect(ResponseHead(statusCode: 100, httpVersion: "HTTP/1.1", fields: []).isInterim)
             #expect(!ResponseHead(statusCode: 101, httpVersion: "HTTP/1.1", fields: []).isInterim)

@@ -59,13 +59,22 @@ enum ContentTypeReading: Equatable {
 }
 
 extension ResponseHead {
-    /// The MIME type of `Content-Type`, when reading it needs no more than the bytes.
+    /// The MIME type of `Content-Type`, when reading it needs no more than the bytes. Read
+    /// from the head's bytes: one `String`, the result, per response.
     var contentTypeReading: ContentTypeReading {
-        let values = values(of: "Content-Type")
-        guard let value = values.first else { return .plain(nil) }
-        let mediaType = value.utf8.prefix { $0 != UInt8(ascii: ";") }
-        guard values.count == 1, !mediaType.isEmpty, mediaType.allSatisfy(Self.isMIMETypeByte) else { return .unusual }
-        return .plain(String(decoding: mediaType.map(asciiLowercased), as: UTF8.self))
+        switch onlyValueBytes(of: "Content-Type") {
+        case .none:
+            return .plain(nil)
+        case .many:
+            return .unusual
+        case .one(let value):
+            let mediaType = value.prefix { $0 != UInt8(ascii: ";") }
+            guard !mediaType.isEmpty, mediaType.allSatisfy(Self.isMIMETypeByte) else { return .unusual }
+            return .plain(String(unsafeUninitializedCapacity: mediaType.count) { buffer in
+                for (index, byte) in mediaType.enumerated() { buffer[index] = asciiLowercased(byte) }
+                return mediaType.count
+            })
+        }
     }
 
     /// RFC 9110 token characters, and the `/` between type and subtype.

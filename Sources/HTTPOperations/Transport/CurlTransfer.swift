@@ -228,14 +228,13 @@ final class CurlTransfer {
     }
 
     private func configureHeaders() {
-        var lines = request.headers.map { "\($0.name): \($0.value)" }
+        for (name, value) in request.headers {
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
         // curl adds these on its own for POST-mode bodies. Send only what the caller asked for:
         // "Name:" with no value tells curl to leave the field out.
-        if request.header("Content-Type") == nil { lines.append("Content-Type:") }
-        if request.header("Expect") == nil { lines.append("Expect:") }
-        for line in lines {
-            headerList = curl_slist_append(headerList, line)
-        }
+        if request.header("Content-Type") == nil { headerList = curl_slist_append(headerList, "Content-Type:") }
+        if request.header("Expect") == nil { headerList = curl_slist_append(headerList, "Expect:") }
         ccurl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, headerList)
     }
 

@@ -55,11 +55,48 @@ struct ResponseHead: Sendable, Equatable {
         spans.filter { isNamed(name, $0) }.map { string(storage[$0.value]) }
     }
 
+    /// The bytes of the only value of the field `name`: `.none` when the field is absent,
+    /// `.many` when it is repeated. For readers on hot paths that need no `String`.
+    func onlyValueBytes(of name: String) -> OnlyValue {
+        var found: ArraySlice<UInt8>?
+        for span in spans where isNamed(name, span) {
+            guard found == nil else { return .many }
+            found = storage[span.value]
+        }
+        return found.map(OnlyValue.one) ?? .none
+    }
+
+    /// What ``onlyValueBytes(of:)`` found.
+    enum OnlyValue {
+        case none
+        case one(ArraySlice<UInt8>)
+        case many
+    }
+
     /// The body length the `Content-Length` announces, when the body is not content-encoded
-    /// (an encoded body's length counts other bytes than the decoded ones we store).
+    /// (an encoded body's length counts other bytes than the decoded ones we store). Read from
+    /// the bytes: this runs on the network thread for every response.
     var decodedContentLength: Int64? {
-        let encoded = value(of: "Content-Encoding").map { $0.lowercased() != "identity" } ?? false
-        return encoded ? nil : value(of: "Content-Length").flatMap(Int64.init)
+        if let encoding = spans.first(where: { isNamed("Content-Encoding", $0) }),
+           !asciiCaseInsensitiveEqual(storage[encoding.value], "identity") {
+            return nil
+        }
+        guard let length = spans.first(where: { isNamed("Content-Length", $0) }) else { return nil }
+        return Self.decimal(storage[length.value])
+    }
+
+    /// `1*DIGIT` as a non-negative Int64; nil for anything else or an overflow.
+    private static func decimal(_ bytes: ArraySlice<UInt8>) -> Int64? {
+        guard !bytes.isEmpty else { return nil }
+        var value: Int64 = 0
+        for byte in bytes {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { return nil }
+            value = sum
+        }
+        return value
     }
 
     /// Whether this is an interim (1xx) response that another head will follow.
@@ -187,6 +224,13 @@ struct ResponseHeadParser {
 
 /// `byte` lower-cased if it is an ASCII capital letter.
 @inline(__always)
+/// Whether `bytes` spell `text`, ignoring ASCII case.
+func asciiCaseInsensitiveEqual(_ bytes: ArraySlice<UInt8>, _ text: StaticString) -> Bool {
+    text.withUTF8Buffer { text in
+        bytes.count == text.count && zip(bytes, text).allSatisfy { asciiLowercased($0) == asciiLowercased($1) }
+    }
+}
+
 func asciiLowercased(_ byte: UInt8) -> UInt8 {
     byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
 }
