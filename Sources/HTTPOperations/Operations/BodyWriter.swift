@@ -10,7 +10,7 @@ import Glibc
 ///
 /// The network thread copies curl's chunks into a buffer of ``bufferSize`` bytes and hands
 /// each full buffer to the queue. At most ``buffersAhead`` buffers wait there; when they are
-/// all taken, ``canAccept(_:)`` says no, the transfer pauses (curl keeps the chunk), and the
+/// all taken, ``admit(_:)`` says wait, the transfer pauses (curl keeps the chunk), and the
 /// queue calls `roomAvailable` once a buffer is written, so memory stays bounded whatever the
 /// body's size and however slow the writes.
 ///
@@ -66,8 +66,8 @@ final class BodyWriter: @unchecked Sendable {
     ///   - queue: A serial queue; other jobs on it (resume data beside the file) run after the
     ///     writes handed in before them.
     ///   - emptyFirst: Empty the file before the first write.
-    ///   - roomAvailable: Called on `queue` when a buffer was written after ``canAccept(_:)``
-    ///     said no.
+    ///   - roomAvailable: Called on `queue` when a buffer was written after ``admit(_:)``
+    ///     said wait.
     init(target: Target, queue: DispatchQueue, emptyFirst: Bool = false, pool: BodyBufferPool = .shared,
          roomAvailable: @escaping @Sendable () -> Void) {
         self.target = Handover(target)
@@ -90,21 +90,31 @@ final class BodyWriter: @unchecked Sendable {
     /// The first write, truncation or close that failed.
     var error: URLError? { shared.withLock { $0.error } }
 
-    /// Whether `count` more bytes can be taken now. When not, `roomAvailable` is called once
-    /// there is room.
-    func canAccept(_ count: Int) -> Bool {
-        if filling != nil, fillCount + count <= Self.bufferSize { return true }
+    /// Whether `count` more bytes can be taken now.
+    enum Admission {
+        case accepted
+        /// Not now: `roomAvailable` is called once there is room.
+        case wait
+        /// A write failed; nothing more will be written.
+        case failed(URLError)
+    }
+
+    /// Whether `count` more bytes can be taken now. Takes the lock only when they would start
+    /// a new buffer, so a failed write is noticed within a buffer's worth of chunks.
+    func admit(_ count: Int) -> Admission {
+        if filling != nil, fillCount + count <= Self.bufferSize { return .accepted }
         return shared.withLock { shared in
+            if let error = shared.error { return .failed(error) }
             // A buffer is handed over before the next is filled, so one more must fit ahead.
             guard shared.ahead < Self.buffersAhead else {
                 shared.roomWanted = true
-                return false
+                return .wait
             }
-            return true
+            return .accepted
         }
     }
 
-    /// Takes `bytes`, whatever ``canAccept(_:)`` says (bodies held aside arrive whole).
+    /// Takes `bytes`, whatever ``admit(_:)`` says (bodies held aside arrive whole).
     func append(_ bytes: UnsafeRawBufferPointer) {
         var offset = 0
         while offset < bytes.count {

@@ -233,14 +233,16 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             return .taken
         }
         guard let sink else { return .taken }
-        if let failure = sink.writeError {
-            abortReason = failure
-            return .abort
-        }
-        guard sink.canAccept(bytes.count) else {
+        switch sink.admit(bytes.count) {
+        case .accepted:
+            break
+        case .wait:
             // The writer is behind: curl keeps these bytes and stops reading the socket.
             transferWaitingForRoom = transfer
             return .later
+        case .failed(let failure):
+            abortReason = failure
+            return .abort
         }
         sink.write(bytes)
         downloadProgress?.record(Int64(bytes.count), expected: expectedLength)

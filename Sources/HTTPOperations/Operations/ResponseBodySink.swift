@@ -31,7 +31,7 @@ final class ResponseBodySink {
     ///   - continuing: Keep what the file holds and append (a resume); else empty it.
     ///   - writerQueue: The serial queue that writes a file or stream; asked for only then.
     ///   - roomAvailable: Called on the writer queue when a write made room after
-    ///     ``canAccept(_:)`` said no.
+    ///     ``admit(_:)`` said wait.
     /// - Throws: `URLError(.cannotCreateFile)` or `.cannotOpenFile` when the file cannot be opened.
     init(destination: URL?, stream: OutputStream?, continuing: Bool,
          writerQueue: () -> DispatchQueue, roomAvailable: @escaping @Sendable () -> Void) throws {
@@ -94,13 +94,11 @@ final class ResponseBodySink {
         return true
     }
 
-    /// The first write to the file or stream that failed.
-    var writeError: URLError? { writer?.error }
-
-    /// Whether `count` more bytes can be taken now without the writer falling further behind;
-    /// when not, the sink's `roomAvailable` is called once there is room. Memory always can.
-    func canAccept(_ count: Int) -> Bool {
-        writer?.canAccept(count) ?? true
+    /// Whether `count` more bytes can be taken now without the writer falling further behind
+    /// (when it waits, the sink's `roomAvailable` is called once there is room), or a write
+    /// to the file or stream failed. Memory always takes them.
+    func admit(_ count: Int) -> BodyWriter.Admission {
+        writer?.admit(count) ?? .accepted
     }
 
     /// Reserves room for `length` more bytes in memory; pages never written are not resident.
@@ -115,7 +113,7 @@ final class ResponseBodySink {
         memory.take()
     }
 
-    /// Appends `bytes`. A file's or stream's write fails later, as ``writeError``.
+    /// Appends `bytes`. A file's or stream's write fails later, as ``admit(_:)`` reports.
     func write(_ bytes: UnsafeRawBufferPointer) {
         if let writer {
             writer.append(bytes)
