@@ -121,6 +121,15 @@ extension AllTests {
             #expect(written == TestServer.pattern(count: written.count))
         }
 
+        @Test func aStreamThatCannotOpenFailsTheDownloadWithItsReason() async throws {
+            let download = operation(.bytes(100_000))
+            download.outputStream = OutputStream(toFileAtPath: "/nonexistent-\(UUID())/body.bin", append: false)
+            let outcome = try await run(download)
+            #expect(outcome.urlErrorCode == .cannotWriteToFile)
+            let description = (outcome.error as? URLError)?.localizedDescription ?? ""
+            #expect(description.contains("No such file"), "\(description)")
+        }
+
         @Test func cancellingWhileTheWriterIsHeldEndsOnceItLetsGo() async throws {
             let stream = GatedOutputStream(gated: true)
             let download = operation(.bytes(8 << 20))
