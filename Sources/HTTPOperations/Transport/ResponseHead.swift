@@ -78,7 +78,7 @@ struct ResponseHead: Sendable, Equatable {
     /// the bytes: this runs on the network thread for every response.
     var decodedContentLength: Int64? {
         if let encoding = spans.first(where: { isNamed("Content-Encoding", $0) }),
-           !asciiCaseInsensitiveEqual(storage[encoding.value], "identity") {
+           !bytes(encoding.value, match: "identity") {
             return nil
         }
         guard let length = spans.first(where: { isNamed("Content-Length", $0) }) else { return nil }
@@ -148,8 +148,13 @@ struct ResponseHead: Sendable, Equatable {
     // MARK: - Reading
 
     private func isNamed(_ name: String, _ span: FieldSpan) -> Bool {
+        bytes(span.name, match: name)
+    }
+
+    /// Whether `storage[range]` spells `text`, ignoring ASCII case.
+    private func bytes(_ range: Range<Int>, match text: String) -> Bool {
         storage.withUnsafeBufferPointer { storage in
-            fieldNamesMatch(UnsafeBufferPointer(rebasing: storage[span.name]), name)
+            fieldNamesMatch(UnsafeBufferPointer(rebasing: storage[range]), text)
         }
     }
 
@@ -224,13 +229,6 @@ struct ResponseHeadParser {
 
 /// `byte` lower-cased if it is an ASCII capital letter.
 @inline(__always)
-/// Whether `bytes` spell `text`, ignoring ASCII case.
-func asciiCaseInsensitiveEqual(_ bytes: ArraySlice<UInt8>, _ text: StaticString) -> Bool {
-    text.withUTF8Buffer { text in
-        bytes.count == text.count && zip(bytes, text).allSatisfy { asciiLowercased($0) == asciiLowercased($1) }
-    }
-}
-
 func asciiLowercased(_ byte: UInt8) -> UInt8 {
     byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
 }
