@@ -30,6 +30,9 @@ public struct ResumableOptions: Sendable, Equatable {
     /// Write at most this many bytes, then wait `chunkDelayMilliseconds`, to drip slowly.
     public var chunkSize: Int?
     public var chunkDelayMilliseconds = 0
+    /// Require Basic credentials `user:password`: without them every request gets a 401
+    /// challenge (with a body), as a protected file server answers.
+    public var basicAuth: String?
 
     /// Options for a well-behaved resource; `key` keeps tests apart.
     public init(key: String = UUID().uuidString) {
@@ -46,6 +49,7 @@ public struct ResumableOptions: Sendable, Equatable {
         if let dropAfter { items.append("dropAfter=\(dropAfter)&drops=\(drops)") }
         if resetOnDrop { items.append("rst=1") }
         if let chunkSize { items.append("chunk=\(chunkSize)&delay=\(chunkDelayMilliseconds)") }
+        if let basicAuth { items.append("auth=\(basicAuth.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? basicAuth)") }
         return items.joined(separator: "&")
     }
 

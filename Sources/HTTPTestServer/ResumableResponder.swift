@@ -15,12 +15,24 @@ final class ResourceCounters: Sendable {
             return counts[key, default: 0]
         }
     }
+
+    /// How many requests `key` has seen.
+    func count(_ key: String) -> Int {
+        counts.withLock { $0[key, default: 0] }
+    }
 }
 
 extension RequestRouter {
     /// Answers `/resumable/<size>?...` (see ``ResumableOptions``).
     func resumable(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, size: Int, query: [String: String]) {
         let key = query["key"] ?? "default"
+        if let credentials = query["auth"],
+           head.headers.first(name: "Authorization") != "Basic " + Data(credentials.utf8).base64EncodedString() {
+            // Challenged requests are counted apart: they are not requests for the bytes.
+            _ = counters.next(key + "#challenged")
+            return respond(context, head, status: 401, body: Data("credentials required".utf8),
+                           extra: [("WWW-Authenticate", #"Basic realm="files""#)])
+        }
         let previous = counters.next(key)
         let version = query["change"] == "1" ? previous : 0
         let etag: String? = switch query["etag"] {

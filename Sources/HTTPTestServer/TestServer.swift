@@ -20,6 +20,7 @@ public final class TestServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
     private let accepted: AcceptedConnections
+    private let counters: ResourceCounters
 
     /// The loopback port the server listens on.
     public let port: Int
@@ -28,8 +29,10 @@ public final class TestServer: Sendable {
     /// connections warm opens no more than it has requests in flight.
     public var acceptedConnections: Int { accepted.count.load(ordering: .relaxed) }
 
-    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, accepted: AcceptedConnections) {
+    private init(group: MultiThreadedEventLoopGroup, channel: any Channel, accepted: AcceptedConnections,
+                 counters: ResourceCounters) {
         self.group = group
+        self.counters = counters
         self.channel = channel
         self.accepted = accepted
         self.port = channel.localAddress?.port ?? 0
@@ -62,11 +65,18 @@ public final class TestServer: Sendable {
             }
         do {
             let channel = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
-            return TestServer(group: group, channel: channel, accepted: accepted)
+            return TestServer(group: group, channel: channel, accepted: accepted, counters: counters)
         } catch {
             try? group.syncShutdownGracefully()
             throw error
         }
+    }
+
+    /// How many requests for its bytes the resumable resource `key` has answered (see
+    /// ``ResumableOptions/key``); requests refused with a 401 are not counted. A test proves
+    /// with it that a request was, or was not, sent again.
+    public func requestCount(forResumableKey key: String) -> Int {
+        counters.count(key)
     }
 
     /// The base URL, `http://127.0.0.1:<port>`.

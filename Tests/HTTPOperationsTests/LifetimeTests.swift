@@ -26,6 +26,24 @@ extension AllTests {
             try await released.wait(timeout: .seconds(5))
         }
 
+        /// Blocks that capture their own operation (the natural way to write them) are let go
+        /// when it finishes; they used to be kept for the operation's life, which they made
+        /// endless.
+        @Test func blocksThatCaptureTheirOperationDoNotKeepItAlive() async throws {
+            let released = TestSignal("operation released")
+            do {
+                let op = ObservedOperation(request: URLRequest(url: testServer.url(.redirect(times: 1))))
+                op.onDeinit = { released.fire() }
+                op.setDownloadProgressBlock { _, _, _ in _ = op.isPaused }
+                op.setUploadProgressBlock { _, _, _ in _ = op.isPaused }
+                op.setRedirectResponseBlock { _, proposed, _ in op.isPaused ? nil : proposed }
+                op.setAuthenticationChallengeBlock { _, _ in op.isPaused ? nil : nil }
+                #expect(try await run(op).error == nil)
+                try await waitUntilFinished(op)
+            }
+            try await released.wait(timeout: .seconds(5))
+        }
+
         /// An operation's last reference never goes on the network thread: its `deinit` (a
         /// subclass's is user code) must not run there, nor hold up every transfer. The race
         /// this guards against (waking a worker preempted the network thread before it let go

@@ -53,12 +53,22 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     public let baseURL: URL?
 
     /// The queue the verb methods enqueue on, owned by the manager. Set its
-    /// `maxConcurrentOperationCount` as you need.
-    public let operationQueue = OperationQueue()
+    /// `maxConcurrentOperationCount` as you need. Its `cancelAllOperations()` and
+    /// `waitUntilAllOperationsAreFinished()` include the operations ``enqueue(_:)`` holds until
+    /// their dependencies finish; its `operations` and `operationCount` do not (corelibs
+    /// Foundation lets no subclass change them): read ``operations`` and ``operationCount``.
+    public var operationQueue: OperationQueue { queue }
 
-    /// Holds operations until their dependencies have finished, so the queue only ever sees
-    /// ready operations (see ``enqueue(_:)``).
-    let scheduler: DependencyScheduler
+    /// Every operation the manager has not seen finish: those waiting for their dependencies,
+    /// then those on ``operationQueue``.
+    public var operations: [Operation] { queue.allOperations }
+
+    /// How many operations ``operations`` lists.
+    public var operationCount: Int { queue.allOperationCount }
+
+    /// Holds operations until their dependencies have finished, so Foundation's scheduler
+    /// only ever sees ready operations (see ``enqueue(_:)``).
+    private let queue = DependencyAwareOperationQueue()
 
     /// Creates a manager.
     ///
@@ -70,8 +80,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         } else {
             self.baseURL = baseURL
         }
-        operationQueue.name = "HTTPOperations.manager"
-        scheduler = DependencyScheduler(queue: operationQueue)
+        queue.name = "HTTPOperations.manager"
     }
 
     // MARK: - Settings
@@ -165,7 +174,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// not ready each time one finishes (measured: 13 s for a 10,000-long chain), so the
     /// manager keeps waiting operations to itself.
     public func enqueue(_ operation: Operation) {
-        scheduler.enqueue(operation)
+        queue.addWhenReady(operation)
     }
 
     /// Builds a request for `method` and enqueues its operation; on a serializer error calls

@@ -1,179 +1,104 @@
 import Foundation
 
-/// Pause, resume, and automatic resume after a drop: continuing from the bytes held with
-/// `Range` and `If-Range`, and reading the answer with ``ResumePolicy`` so that mismatched
-/// bytes are never spliced. Network thread only, like the rest of `Connection`.
+/// Pause, resume, automatic resume after a drop, and resume data: ``TransferStateMachine``
+/// decides (and reads range answers with ``ResumePolicy`` so that mismatched bytes are never
+/// spliced); this performs. Network thread only, like the rest of `Connection`.
 extension Connection {
     // MARK: - Pause and resume
 
-    /// Pauses by taking the transfer off the multi handle (the bytes held stay where they
-    /// are), or resumes by asking for the rest.
+    /// Pauses: the transfer is taken off the multi handle (the bytes held stay where they
+    /// are) and resume data is saved.
     ///
-    /// - Parameter paused: Pause (true) or resume (false).
-    /// - Parameter whenPaused: Runs on the callback queue once a pause has taken effect and
-    ///   its resume data is saved.
-    func setPaused(_ paused: Bool, whenPaused: (@Sendable () -> Void)? = nil) {
-        guard !isFinished, paused != isPaused else { return }
-        isPaused = paused
-        if paused {
-            if let transfer {
-                NetworkThread.shared.multi.remove(transfer)
-                self.transfer = nil
-                interrupted = true
-            }
+    /// - Parameter whenPaused: Run on the callback queue once the pause has taken effect and
+    ///   its resume data is saved — or at once, in order, when there was nothing to pause
+    ///   (the transfer had already ended).
+    func pause(whenPaused: [@Sendable () -> Void]) {
+        if case .paused(let stopTransfer) = machine.pause() {
+            if stopTransfer { self.stopTransfer() }
             publishResumeData(saving: true)
-            if let whenPaused {
-                let callbackQueue = self.callbackQueue
-                writerQueue.async { callbackQueue.async(execute: whenPaused) }
-            }
-        } else if !startPendingTransfer(), interrupted {
-            interrupted = false
-            continueDownload(automatic: false)
+        }
+        guard !whenPaused.isEmpty else { return }
+        let callbackQueue = self.callbackQueue
+        let group = completionGroup
+        let callBack: @Sendable () -> Void = { for completion in whenPaused { callbackQueue.async(group: group, execute: completion) } }
+        if sink?.destination != nil {
+            // After the resume data is on disk: it is written on the same serial queue.
+            writerQueue.async(execute: callBack)
+        } else {
+            callBack()
         }
     }
 
-    /// Sends the current request again, for the bytes after those held.
-    func continueDownload(automatic: Bool) {
-        metrics.resumes += 1
-        if automatic { metrics.automaticResumes += 1 }
-        if metrics.firstResumeOffset == nil { metrics.firstResumeOffset = sink?.heldBytes }
-        publishMetrics()
-        send(request)
-    }
-
-    /// Adds `Range` and `If-Range` when bytes are held, and notes the offset asked for.
-    func addRangeHeaders(to transfer: inout TransferRequest) {
-        transfer.headers.removeAll { fieldNamesMatch($0.name, "Range") || fieldNamesMatch($0.name, "If-Range") }
-        let held = sink?.heldBytes ?? 0
-        guard held > 0 else {
-            rangeSentFrom = nil
-            return
+    /// Resumes a paused transfer: asks for the bytes after those held (or sends the request
+    /// decided, or the first one), or fails when it must not be sent again.
+    func resume() {
+        switch machine.resume() {
+        case .ignored:
+            break
+        case .send(let send):
+            let first = send.reason == .first ? takeFirstTransfer() : nil
+            start(send, prepared: first)
+        case .fail(let failure):
+            // The machine has finished: only the report is left.
+            stopTransfer()
+            finish(response: nil, error: error(for: failure))
         }
-        transfer.headers.append(("Range", "bytes=\(held)-"))
-        if let validator {
-            transfer.headers.append(("If-Range", validator.headerValue))
-        }
-        // Ranges count the bytes as stored; a compressed answer would count other bytes.
-        transfer.headers.removeAll { fieldNamesMatch($0.name, "Accept-Encoding") }
-        transfer.headers.append(("Accept-Encoding", "identity"))
-        rangeSentFrom = held
-    }
-
-    /// Reads the head of an answer to a range request. Returns false to abort the transfer
-    /// before a byte of its body is written.
-    func readRangeAnswer(_ head: ResponseHead) -> Bool {
-        guard let held = rangeSentFrom else { return true }
-        let decision = ResumePolicy.decide(status: head.statusCode, contentRange: head.value(of: "Content-Range"),
-                                           held: held, knownLength: knownLength)
-        switch decision {
-        case .append(let completeLength):
-            if case .entityTag(let expected)? = validator, let received = head.value(of: "ETag"), received != expected {
-                return refuse(.validatorChanged(expected: expected, received: received), head)
-            }
-            knownLength = completeLength ?? knownLength
-            expectedLength = knownLength ?? -1
-        case .restartFromZero:
-            do {
-                try sink?.truncate()
-            } catch {
-                return refuse(.cannotRestartOutputStream, head)
-            }
-            metrics.restartsFromZero += 1
-            metrics.bytesRefetched += held
-            publishMetrics()
-            rangeSentFrom = nil
-            downloadProgress?.reset(total: 0, expected: -1)
-        case .alreadyComplete:
-            completeWithoutBody = true
-            bodyAside = Data()
-        case .refuse(let reason):
-            return refuse(reason, head)
-        case .notARangeAnswer:
-            // A redirect is followed with the same range; any other answer (4xx, 5xx) is
-            // reported with its body kept apart from the bytes held.
-            if !RedirectPolicy.redirectStatusCodes.contains(head.statusCode) {
-                bodyAside = Data()
-            }
-        }
-        return true
-    }
-
-    private func refuse(_ reason: ResumeError.Reason, _ head: ResponseHead) -> Bool {
-        abortReason = ResumeError(reason, response: head.httpURLResponse(for: request.url!))
-        return false
-    }
-
-    /// A 200 names the version and length of what will now be held.
-    func adoptIdentity(of head: ResponseHead, length: Int64?) {
-        guard head.statusCode == 200 else { return }
-        validator = ResumeValidator(etag: head.value(of: "ETag"), lastModified: head.value(of: "Last-Modified"))
-        knownLength = length
-        // Saved now, so that a process killed mid-body can still resume with the validator.
-        publishResumeData(saving: true)
-    }
-
-    /// The response for a download a 416 found already complete: a 200 for the bytes held.
-    func completedResponse() -> HTTPURLResponse {
-        var fields = ["Content-Length": "\(sink?.heldBytes ?? 0)"]
-        switch validator {
-        case .entityTag(let tag)?: fields["ETag"] = tag
-        case .lastModified(let date)?: fields["Last-Modified"] = date
-        case nil: break
-        }
-        return HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: fields)!
     }
 
     // MARK: - Automatic resume
 
-    /// Schedules a resume after a dropped connection, when the retry policy allows it.
-    /// Returns false when the failure stands.
-    func scheduleRetry(after failure: URLError) -> Bool {
-        let policy = download.retryPolicy
-        guard retries < policy.maximumRetries, RetryPolicy.isRetryable(failure), !isPaused else { return false }
-        // Mid-body of a good answer, or while already retrying (the server may be restarting).
-        let wasReceiving = head.map { $0.statusCode == 200 || $0.statusCode == 206 } ?? (retries > 0)
-        let idempotent = RetryPolicy.idempotentMethods.contains((request.httpMethod ?? "GET").uppercased())
-        guard wasReceiving, validator != nil || idempotent else { return false }
-        retries += 1
-        interrupted = true
-        let delay = policy.delay(beforeRetry: retries)
-        logger.debug("resuming after a drop", metadata: ["attempt": "\(retries)", "delay": "\(delay)", "error": "\(failure.code.rawValue)"])
+    /// Waits `delay`, then tells the machine the retry timer fired.
+    func scheduleRetry(after delay: TimeInterval, failure: CurlError?) {
+        logger.debug("resuming after a drop", metadata: ["attempt": "\(machine.retries)", "delay": "\(delay)",
+                                                         "error": "\(failure.map { "\($0)" } ?? "")"])
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
             NetworkThread.shared.perform {
-                guard !self.isFinished, self.interrupted, !self.isPaused else { return }
-                self.interrupted = false
-                self.continueDownload(automatic: true)
+                guard let send = self.machine.retryTimerFired() else { return }
+                self.start(send)
             }
         }
-        return true
     }
 
     // MARK: - What the operation can see
 
-    func publishMetrics() {
-        let metrics = self.metrics
+    /// Publishes the machine's metrics when they changed since last time.
+    func publishMetricsIfChanged() {
+        let metrics = machine.metrics
+        guard metrics != publishedMetrics else { return }
+        publishedMetrics = metrics
         operation.state.withLock { $0.downloadMetrics = metrics }
     }
 
     /// Publishes resume data for a download to a file, and saves it beside the file when
-    /// `saving`, off this thread.
+    /// `saving`, encoded and written on the writer queue.
     func publishResumeData(saving: Bool) {
-        publishMetrics()
+        publishMetricsIfChanged()
         guard let sink, let destination = sink.destination, let url = request.url else { return }
         // The resume data is written after the bytes it counts (same serial queue). Should one
         // of those writes fail, the offset overstates the file; it is advisory, and a resume
         // continues from the file's real size.
         sink.flush()
-        var headers = request.allHTTPHeaderFields ?? [:]
-        headers = headers.filter { !ResumeData.excludedHeaders.contains($0.key.lowercased()) }
-        let data = ResumeData(url: url, method: request.httpMethod ?? "GET", headers: headers, validator: validator,
-                              offset: sink.heldBytes, expectedLength: knownLength, destination: destination)
+        let headers = (request.allHTTPHeaderFields ?? [:]).filter { !ResumeData.excludedHeaders.contains($0.key.lowercased()) }
+        let data = ResumeData(url: url, method: request.httpMethod ?? "GET", headers: headers, validator: machine.validator,
+                              offset: sink.heldBytes, expectedLength: machine.knownLength, destination: destination)
         operation.state.withLock { $0.resumeData = data }
-        guard saving, let encoded = try? data.encoded() else { return }
+        guard saving else { return }
         let sidecar = ResumeData.sidecarURL(for: destination)
         writerQueue.async {
+            guard let encoded = try? data.encoded() else { return }
             try? encoded.write(to: sidecar, options: .atomic)
         }
+    }
+
+    /// The response for a download a 416 found already complete: a 200 for the bytes held.
+    func completedResponse() -> HTTPURLResponse {
+        var fields = ["Content-Length": "\(sink?.heldBytes ?? 0)"]
+        switch machine.validator {
+        case .entityTag(let tag)?: fields["ETag"] = tag
+        case .lastModified(let date)?: fields["Last-Modified"] = date
+        case nil: break
+        }
+        return HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: fields)!
     }
 
     /// What to do on the completion queue before the outcome is reported. A failure waits

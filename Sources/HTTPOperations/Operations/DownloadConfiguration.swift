@@ -13,4 +13,9 @@ struct DownloadConfiguration {
     var retryPolicy = RetryPolicy.default
     var expectedSHA256: String?
     var expectedLength: Int64?
+    /// The largest body held in memory; nil for no limit.
+    var maximumBodySize: Int64? = DownloadConfiguration.defaultMaximumBodySize
+
+    /// 512 MiB: far above what an API answers, far below what takes a server down.
+    static let defaultMaximumBodySize: Int64 = 512 << 20
 }

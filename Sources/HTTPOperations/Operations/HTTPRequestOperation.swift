@@ -28,15 +28,16 @@ import Synchronization
 /// Override ``processResponse()`` to change how the outcome is decided; call `super` to keep
 /// serialization and the blocks. Replace ``responseSerializer`` to change only the decoding.
 open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
-    // @unchecked Sendable: this class's own mutable fields live in `httpState`, behind its
-    // Mutex; the inherited ones behind the superclass's.
+    // @unchecked Sendable: this class's own mutable fields live in the superclass's one
+    // state struct (`state.http`), behind its one Mutex.
 
     /// Called with the operation and its serialized response object.
     public typealias SuccessBlock = @Sendable (_ operation: HTTPRequestOperation, _ responseObject: Any?) -> Void
     /// Called with the operation and the reason it failed.
     public typealias FailureBlock = @Sendable (_ operation: HTTPRequestOperation, _ error: any Error) -> Void
 
-    private struct HTTPState: @unchecked Sendable {
+    /// This class's mutable fields, kept in ``URLConnectionOperation``'s state.
+    struct HTTPState: @unchecked Sendable {
         // @unchecked: `responseObject` is whatever the serializer made (JSON objects are
         // `Any`); it is written once on the completion queue and read after.
         var responseSerializer: any URLResponseSerialization = HTTPResponseSerializer()
@@ -45,22 +46,20 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
         var failure: FailureBlock?
     }
 
-    private let httpState = Mutex(HTTPState())
-
     /// The HTTP response, once its head has arrived.
     open override var response: HTTPURLResponse? { super.response as? HTTPURLResponse }
 
     /// Validates and decodes the response. Default: an ``HTTPResponseSerializer`` that accepts
     /// status codes 200–299 and returns the body as `Data`.
     public var responseSerializer: any URLResponseSerialization {
-        get { httpState.withLock { $0.responseSerializer } }
-        set { httpState.withLock { $0.responseSerializer = newValue } }
+        get { state.withLock { $0.http.responseSerializer } }
+        set { state.withLock { $0.http.responseSerializer = newValue } }
     }
 
     /// What ``responseSerializer`` made of the response; nil until the operation finished.
     /// When the response failed validation (a 4xx or 5xx) but its body decodes, this is the
     /// decoded body, so the failure can be read.
-    public var responseObject: Any? { httpState.withLock { $0.responseObject } }
+    public var responseObject: Any? { state.withLock { $0.http.responseObject } }
 
     /// Sets the blocks that report the outcome; exactly one of them runs, once.
     ///
@@ -68,16 +67,16 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     ///   - success: Runs when the transfer succeeded and the serializer accepted the response.
     ///   - failure: Runs with the transport, cancellation, validation or decoding error.
     public func setCompletionBlockWithSuccess(_ success: SuccessBlock?, failure: FailureBlock?) {
-        httpState.withLock {
-            $0.success = success
-            $0.failure = failure
+        state.withLock {
+            $0.http.success = success
+            $0.http.failure = failure
         }
     }
 
     /// Serializes the response, records the outcome and runs the success or failure block.
     open override func processResponse() {
         super.processResponse()
-        let serializer = httpState.withLock { $0.responseSerializer }
+        let serializer = state.withLock { $0.http.responseSerializer }
         var failure = error
         var object: Any?
         if failure == nil {
@@ -92,10 +91,10 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
                 }
             }
         }
-        let blocks = httpState.withLock { state -> (SuccessBlock?, FailureBlock?) in
-            state.responseObject = object
-            defer { (state.success, state.failure) = (nil, nil) }
-            return (state.success, state.failure)
+        let blocks = state.withLock { state -> (SuccessBlock?, FailureBlock?) in
+            state.http.responseObject = object
+            defer { (state.http.success, state.http.failure) = (nil, nil) }
+            return (state.http.success, state.http.failure)
         }
         if let failure {
             blocks.1?(self, failure)

@@ -35,12 +35,15 @@ public typealias AuthenticationChallengeBlock = @Sendable (
 ///   finished, so code that depends on this operation sees the result. Call `super`.
 /// - Do not override `start()`, `isExecuting` or `isFinished`: the state machine behind them
 ///   is what `OperationQueue` relies on.
-/// - ``pause()`` holds the transfer: the connection stays open and nothing is re-sent. A
-///   paused operation is neither executing nor finished, and its queue still counts it.
+/// - ``pause()`` takes the transfer off the network: its connection closes, the bytes received
+///   are kept, and ``resume()`` (or `start()`, as in AFNetworking 2) asks for the rest with
+///   `Range`. A paused operation is neither executing nor finished, and its queue still
+///   counts it.
 open class URLConnectionOperation: Operation, @unchecked Sendable {
-    // @unchecked Sendable: every mutable field lives in `state`, behind its Mutex. The
-    // transition lock only orders state changes with their announcements to Foundation; it
-    // guards no data of its own.
+    // @unchecked Sendable: every mutable field lives in `state`, one struct behind one Mutex
+    // (HTTPRequestOperation's fields too, in `state.http`). Nothing is built or called out
+    // while it is held: Foundation's key-value announcements are queued under it and made
+    // after (see `transition`).
 
     /// The mutable state of one operation.
     struct State {
@@ -79,6 +82,14 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var outcomeObservers: [@Sendable (URLConnectionOperation) -> Void] = []
         /// Set when the observers are taken to run; later ones run at once.
         var outcomeObserversTaken = false
+        /// `pause(completion:)` completions that came before the connection existed.
+        var pendingPauseCompletions: [@Sendable () -> Void] = []
+        /// Key-value names whose change Foundation has yet to hear, in order.
+        var unannounced: [String] = []
+        /// A thread is announcing `unannounced`; others leave theirs to it.
+        var announcing = false
+        /// HTTPRequestOperation's own fields, behind the same lock.
+        var http = HTTPRequestOperation.HTTPState()
     }
 
     let state: Mutex<State>
@@ -99,8 +110,6 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         state.withLock { $0.response == nil ? $0.responseHead?.head : nil }
     }
 
-    private let transitionLock = Mutex(())
-
     /// The request as it was given. See ``currentRequest`` for the one sent last.
     public let request: URLRequest
 
@@ -120,7 +129,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     public var currentRequest: URLRequest { state.withLock { $0.currentRequest } }
 
     /// The response, once its head has arrived.
-    open var response: URLResponse? { state.withLock { $0.builtResponse() } }
+    open var response: URLResponse? { builtResponse() }
 
     /// The response body, when it went to memory (``outputStream`` unset) and the operation
     /// has finished.
@@ -128,7 +137,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
 
     /// The response body as text, decoded with the charset the response names, or UTF-8.
     public var responseString: String? {
-        let (data, response) = state.withLock { ($0.responseData, $0.builtResponse()) }
+        let response = builtResponse()
+        let data = state.withLock { $0.responseData }
         guard let data else { return nil }
         let encoding = response?.textEncodingName.flatMap(String.Encoding.init(ianaCharsetName:)) ?? .utf8
         return String(data: data, encoding: encoding) ?? String(decoding: data, as: UTF8.self)
@@ -179,6 +189,15 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     public var expectedSHA256: String? {
         get { state.withLock { $0.download.expectedSHA256 } }
         set { state.withLock { $0.download.expectedSHA256 = newValue?.lowercased() } }
+    }
+
+    /// The largest response body kept in memory (``outputStream`` and ``destinationURL`` unset).
+    /// A body announced or grown beyond it stops the transfer and fails the operation with
+    /// ``TransferError`` `.bodyTooLarge`. nil: no limit. Default 512 MiB. Bodies written to a
+    /// file or stream have no limit: they never stay in memory.
+    public var maximumBodySize: Int64? {
+        get { state.withLock { $0.download.maximumBodySize } }
+        set { state.withLock { $0.download.maximumBodySize = newValue.map { max(0, $0) } } }
     }
 
     /// The length the complete body must have; a mismatch fails the operation with
@@ -268,7 +287,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         state.withLock { $0.challengeBlock = block }
     }
 
-    // MARK: - Operation
+    // MARK: - Operation (the lifecycle is in URLConnectionOperation+Lifecycle.swift)
 
     open override var isAsynchronous: Bool { true }
 
@@ -276,81 +295,19 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
 
     open override var isFinished: Bool { state.withLock { $0.phase == .finished } }
 
-    /// Whether the operation is paused: started, holding its transfer, not finished.
-    public var isPaused: Bool { state.withLock { $0.phase == .paused } }
-
     /// Starts the transfer. Called by the queue; call it yourself only for an operation that
     /// is on no queue. An operation cancelled before it starts finishes at once with
-    /// `URLError(.cancelled)`.
+    /// `URLError(.cancelled)`. On a paused operation it does what ``resume()`` does, as in
+    /// AFNetworking 2; on an executing or finished one, nothing.
     open override func start() {
-        guard transition(to: .executing) else { return }
-        do {
-            if let prepared = try prepareRequest() {
-                state.withLock { $0.currentRequest = prepared }
-            }
-        } catch {
-            NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
-            conclude(response: nil, data: nil, error: error)
-            return
-        }
-        // After prepareRequest(), so observers see the request that is sent.
-        NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
-        let connection = state.withLock { state -> Connection? in
-            guard !state.cancelRequested else { return nil }
-            // A pause that came between the transition and now must not be lost.
-            let connection = Connection(operation: self, configuration: state, paused: state.phase == .paused)
-            state.connection = connection
-            return connection
-        }
-        guard let connection else {
-            conclude(response: nil, data: nil, error: cancellationError())
-            return
-        }
-        state.withLock { $0.logger }.debug("operation started", metadata: ["url": "\(request.url?.absoluteString ?? "")"])
-        NetworkThread.shared.perform { connection.begin() }
+        startTransfer()
     }
 
     /// Cancels the operation in any state, once. A cancelled operation fails with
     /// `URLError(.cancelled)` and never reports success. Cancelling a finished operation, or
     /// one whose outcome is already being delivered, does nothing.
     open override func cancel() {
-        // Decided under the lock that start() uses, so a cancel racing with start() is seen
-        // by exactly one of them.
-        let decision = state.withLock { state -> (effective: Bool, connection: Connection?) in
-            guard !state.outcomeDecided, !state.cancelRequested else { return (false, nil) }
-            state.cancelRequested = true
-            return (true, state.connection)
-        }
-        guard decision.effective else { return }
-        super.cancel()
-        // Not started: start() will finish it. Started: stop the transfer where it is.
-        if let connection = decision.connection {
-            NetworkThread.shared.perform { connection.cancel() }
-        }
-    }
-
-    /// Pauses the transfer: it is taken off the network (its connection closes), the bytes
-    /// received so far are kept, and the operation is neither executing nor finished until
-    /// ``resume()``. For a download to ``destinationURL`` the ``resumeData`` is also saved
-    /// beside the file. Does nothing unless the operation is executing.
-    ///
-    /// - Parameter completion: Runs on the completion queue once the pause has taken effect and
-    ///   the resume data is saved, for example before a process exits.
-    public func pause(completion: (@Sendable () -> Void)? = nil) {
-        guard transition(from: .executing, to: .paused) else { return }
-        if let connection = state.withLock({ $0.connection }) {
-            NetworkThread.shared.perform { connection.setPaused(true, whenPaused: completion) }
-        }
-    }
-
-    /// Resumes a paused transfer: the request is sent again with `Range` for the bytes after
-    /// those held and `If-Range` naming their version, and the answer decides (see
-    /// Docs/ResumableDownloads.md). Does nothing unless the operation is paused.
-    public func resume() {
-        guard transition(from: .paused, to: .executing) else { return }
-        if let connection = state.withLock({ $0.connection }) {
-            NetworkThread.shared.perform { connection.setPaused(false) }
-        }
+        cancelTransfer()
     }
 
     /// Called by `start()` before the transfer begins, on the thread that starts the
@@ -363,121 +320,27 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         nil
     }
 
-    /// Runs `observer` once the operation's outcome is known: after ``processResponse()`` (and
-    /// so after the success or failure block), before the operation is marked finished, on
-    /// the completion queue. Operations that depend on this one start after it. Added after
-    /// the outcome is known, it runs at once.
-    func whenOutcomeKnown(_ observer: @escaping @Sendable (URLConnectionOperation) -> Void) {
-        let runNow = state.withLock { state -> Bool in
-            guard !state.outcomeObserversTaken else { return true }
-            state.outcomeObservers.append(observer)
-            return false
-        }
-        if runNow { observer(self) }
-    }
-
-    // MARK: - Completion
-
     /// Turns what was received into a result. Runs once, on ``completionQueue``, after the
     /// transfer ended and before the operation finishes; ``response``, ``responseData`` and
     /// ``error`` are set. The base implementation does nothing.
     ///
     /// Subclasses override it to validate and decode, and call `super`.
     open func processResponse() {}
-
-    /// Records the outcome of the transfer and finishes the operation on its callback queue:
-    /// the last progress, processResponse(), then the finished state, then the notification.
-    ///
-    /// - Parameters:
-    ///   - callbackQueue: The queue the operation's other callbacks went through (serial when
-    ///     there were progress callbacks), so the outcome comes after all of them; nil means
-    ///     the completion queue.
-    ///   - completion: A last check of a successful transfer (integrity), run on the callback
-    ///     queue before processResponse(); an error it returns fails the operation.
-    ///   - handoff: On the network thread, the hand-off that batches the outcomes of one pass
-    ///     into one wake-up; nil dispatches now.
-    func conclude(response: URLResponse?, data: Data?, error: (any Error)?,
-                  on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
-                  completion: (@Sendable (Data?) -> (any Error)?)? = nil,
-                  handoff: CallbackHandoff? = nil) {
-        let (completionQueue, group, logger) = state.withLock { state in
-            state.outcomeDecided = true
-            state.connection = nil
-            if let response {
-                state.response = response
-                state.responseHead = nil
-            }
-            state.responseData = data
-            // A cancel that won the lock before this point turns any outcome into a
-            // cancellation: a cancelled operation never reports success.
-            state.error = state.cancelRequested ? cancellationError() : error
-            return (state.completionQueue, state.completionGroup, state.logger)
-        }
-        let queue = callbackQueue ?? completionQueue ?? .global()
-        let deliver: @Sendable () -> Void = {
-            for reporter in progress { reporter.deliverPending() }
-            if let failure = completion?(data) {
-                self.state.withLock { $0.error = failure }
-            }
-            self.processResponse()
-            let observers = self.state.withLock { state in
-                state.outcomeObserversTaken = true
-                defer { state.outcomeObservers.removeAll() }
-                return state.outcomeObservers
-            }
-            for observer in observers { observer(self) }
-            self.transition(to: .finished)
-            logger.debug("operation finished", metadata: ["error": "\(self.error.map { "\($0)" } ?? "none")"])
-            NotificationCenter.default.post(name: .networkingOperationDidFinish, object: self)
-        }
-        if let handoff {
-            // Consumed: the network thread must not hold the last reference to this operation.
-            handoff.deliver(on: queue, group: group, consume deliver)
-        } else {
-            queue.async(group: group, execute: deliver)
-        }
-    }
-
-    /// A serial queue for one operation's callbacks, running them on `completionQueue` (a
-    /// global concurrent queue when nil): in order, never two at once.
-    static func makeCallbackQueue(targeting completionQueue: DispatchQueue?) -> DispatchQueue {
-        DispatchQueue(label: "HTTPOperations.callbacks", target: completionQueue ?? .global())
-    }
-
-    func cancellationError() -> URLError {
-        URLError(.cancelled, url: request.url, description: "The operation was cancelled.")
-    }
-
-    /// Moves to `next` if the state machine allows it, and tells Foundation.
-    @discardableResult
-    func transition(from expected: OperationPhase? = nil, to next: OperationPhase) -> Bool {
-        transitionLock.withLock { _ in
-            let previous = state.withLock { state -> OperationPhase? in
-                guard expected == nil || state.phase == expected, state.phase.canTransition(to: next) else {
-                    return nil
-                }
-                defer { state.phase = next }
-                return state.phase
-            }
-            guard let previous else { return false }
-            // Announced outside the state lock (Foundation reads isFinished and isExecuting
-            // while it reacts) but inside the transition lock, so announcements keep the order
-            // of the transitions.
-            for key in previous.changedKeys(to: next) {
-                willChangeValue(forKey: key)
-                didChangeValue(forKey: key)
-            }
-            return true
-        }
-    }
 }
 
-extension URLConnectionOperation.State {
-    /// The response, building the `HTTPURLResponse` from the head the first time it is needed.
-    mutating func builtResponse() -> URLResponse? {
-        if response == nil, let (head, url) = responseHead {
-            response = head.httpURLResponse(for: url)
+extension URLConnectionOperation {
+    /// The response, building the `HTTPURLResponse` from the head the first time it is
+    /// needed — outside the lock: Foundation canonicalises every header name.
+    func builtResponse() -> URLResponse? {
+        let (built, unbuilt) = state.withLock { ($0.response, $0.response == nil ? $0.responseHead : nil) }
+        guard built == nil, let (head, url) = unbuilt else { return built }
+        let response = head.httpURLResponse(for: url)
+        return state.withLock { state in
+            // Kept unless, meanwhile, another thread built it or a newer head arrived.
+            if state.response == nil, let current = state.responseHead, current.head == head, current.url == url {
+                state.response = response
+            }
+            return state.response ?? response
         }
-        return response
     }
 }

@@ -95,3 +95,14 @@ func waitUntilFinished(_ operation: Operation, timeout: Duration = .seconds(20))
     }
     try await finished.wait(timeout: timeout)
 }
+
+/// A path in the temporary directory for a download; nothing is created.
+func temporaryFile() -> URL {
+    FileManager.default.temporaryDirectory.appendingPathComponent("httpop-\(UUID()).bin")
+}
+
+/// Removes a downloaded file and the resume data saved beside it.
+func removeDownload(_ file: URL) {
+    try? FileManager.default.removeItem(at: file)
+    try? FileManager.default.removeItem(at: ResumeData.sidecarURL(for: file))
+}

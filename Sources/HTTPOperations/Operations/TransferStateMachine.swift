@@ -1,0 +1,387 @@
+import Foundation
+
+/// The life of one operation's transfer as a value: it takes events (a head arrived, a body
+/// chunk, the transfer ended, pause, resume, cancel, a retry timer, a redirect or challenge
+/// decision) and answers with what to do. It does no I/O and knows nothing of curl or
+/// threads, so every transition is tested without a socket (`TransferStateMachineTests`).
+///
+/// ``Connection`` drives it on the network thread and performs what it answers. What it
+/// decides:
+///
+/// - where each response's body goes: to the sink (memory, file or stream), aside (a
+///   redirect, a challenge, an error answer to a range, all of which may be replaced), or
+///   nowhere (the transfer is stopped);
+/// - how a range answer is read (``ResumePolicy``), so that bytes of another version or
+///   offset are never appended;
+/// - when to send again: a redirect, a challenge answer, a resume after pause, an automatic
+///   retry after a drop (idempotent methods only);
+/// - the outcome, once.
+///
+/// A transfer may see several final heads: curl answers an authentication challenge itself
+/// when it has a credential (it probes for the scheme first), so a 401 can come before the
+/// real answer on the same transfer. Each head is judged on its own and replaces the body
+/// route of the one before; a body held aside for an earlier head is dropped.
+struct TransferStateMachine {
+    // MARK: - State
+
+    let configuration: Configuration
+    private(set) var phase = Phase.idle
+    /// Bytes held in the sink: what a `Range` continues from.
+    private(set) var held: Int64 = 0
+    /// The version of the resource whose bytes are held.
+    private(set) var validator: ResumeValidator?
+    /// Its complete length, when known.
+    private(set) var knownLength: Int64?
+    /// The length progress reports expect: the complete length, or -1 when unknown.
+    private(set) var expectedLength: Int64 = -1
+    private(set) var metrics = DownloadMetrics()
+    private(set) var retries = 0
+    private(set) var redirects = 0
+    private(set) var challenges = 0
+    /// What the current (or last) transfer asked for and got.
+    private(set) var attempt = Attempt()
+
+    /// - Parameters:
+    ///   - validator: The validator of the bytes already held (from resume data).
+    ///   - knownLength: Their resource's complete length (from resume data).
+    init(configuration: Configuration, validator: ResumeValidator? = nil, knownLength: Int64? = nil) {
+        self.configuration = configuration
+        self.validator = validator
+        self.knownLength = knownLength
+        self.expectedLength = knownLength ?? -1
+    }
+
+    /// Whether the outcome was given.
+    var isFinished: Bool { phase == .finished }
+
+    /// Whether the caller paused the transfer.
+    var isPaused: Bool {
+        if case .paused = phase { return true }
+        return false
+    }
+
+    // MARK: - Starting, pausing, resuming, cancelling
+
+    /// The operation's transfer begins with `held` bytes already in the sink (a file that is
+    /// continued). Returns the first request, or nil when paused before it (or finished).
+    mutating func begin(held: Int64) -> Send? {
+        self.held = held
+        if held > 0 {
+            metrics.resumes += 1
+            metrics.firstResumeOffset = held
+        }
+        switch phase {
+        case .idle:
+            return send(.first)
+        case .paused:
+            phase = .paused(.sendFirst)
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    mutating func pause() -> PauseAction {
+        switch phase {
+        case .idle:
+            phase = .paused(.sendFirst)
+            return .paused(stopTransfer: false)
+        case .transferring:
+            phase = .paused(.requestAgain)
+            attempt.waitingForWriter = false
+            return .paused(stopTransfer: true)
+        case .waitingToRetry:
+            phase = .paused(.requestAgain)
+            return .paused(stopTransfer: false)
+        case .deciding:
+            phase = .paused(.awaitDecision)
+            return .paused(stopTransfer: false)
+        case .paused, .finished:
+            return .ignored
+        }
+    }
+
+    mutating func resume() -> ResumeAction {
+        guard case .paused(let resumption) = phase else { return .ignored }
+        switch resumption {
+        case .sendFirst:
+            return .send(send(.first))
+        case .awaitDecision:
+            phase = .deciding
+            return .ignored
+        case .sendDecided:
+            return .send(send(redirectPending ? .redirect : .challenge))
+        case .requestAgain:
+            guard configuration.isIdempotent else {
+                phase = .finished
+                return .fail(.notResendable)
+            }
+            countResume(automatic: false)
+            return .send(send(.resume))
+        }
+    }
+
+    /// Ends the transfer: the caller cancelled, or the driver found a failure of its own (a
+    /// request it could not build, a file it could not open). True when there was something
+    /// to end: stop the transfer and report; false when the outcome was already given.
+    mutating func end() -> Bool {
+        guard phase != .finished else { return false }
+        phase = .finished
+        return true
+    }
+
+    // MARK: - Sending
+
+    /// Starts a transfer for the current request, asking for the bytes after those held.
+    private mutating func send(_ reason: SendReason) -> Send {
+        phase = .transferring
+        let from = held > 0 ? held : nil
+        attempt = Attempt(rangeFrom: from)
+        return Send(rangeFrom: from, validator: from == nil ? nil : validator, reason: reason)
+    }
+
+    /// Records that the request about to go carries the credential.
+    mutating func credentialSent(_ sent: Bool) {
+        attempt.sentCredential = sent
+    }
+
+    private mutating func countResume(automatic: Bool) {
+        metrics.resumes += 1
+        if automatic { metrics.automaticResumes += 1 }
+        if metrics.firstResumeOffset == nil { metrics.firstResumeOffset = held }
+    }
+
+    /// The retry timer fired: the request to send again, or nil when the retry no longer
+    /// applies (paused, cancelled, finished).
+    mutating func retryTimerFired() -> Send? {
+        guard phase == .waitingToRetry else { return nil }
+        countResume(automatic: true)
+        return send(.retry)
+    }
+
+    // MARK: - Decisions of the redirect and challenge blocks
+
+    /// A redirect or challenge block decided: `proceed` sends the request it gave (a redirect
+    /// to follow, or the same request with a credential).
+    mutating func decided(proceed: Bool) -> DecisionAction {
+        switch phase {
+        case .deciding:
+            guard proceed else { return .report(conclude(heldAsideOutcome)) }
+            return .send(send(redirectPending ? .redirect : .challenge))
+        case .paused(.awaitDecision):
+            guard proceed else { return .report(conclude(heldAsideOutcome)) }
+            phase = .paused(.sendDecided)
+            return .ignored
+        default:
+            return .ignored
+        }
+    }
+
+    /// Whether the decision under way is a redirect's (else a challenge's).
+    private var redirectPending: Bool {
+        attempt.status.map(RedirectPolicy.redirectStatusCodes.contains) == true
+    }
+
+    /// Gives `outcome`: the machine is finished.
+    mutating func conclude(_ outcome: Outcome) -> Outcome {
+        phase = .finished
+        return outcome
+    }
+
+    /// The outcome when the response held aside is the result.
+    var heldAsideOutcome: Outcome {
+        .responseHeldAside(intoSink: attempt.rangeFrom == nil && held == 0)
+    }
+
+    // MARK: - Heads
+
+    /// A final head arrived. Each head of a transfer is judged on its own: a body held aside
+    /// for an earlier one (curl's own authentication round) is dropped.
+    mutating func headReceived(_ head: ResponseHead) -> HeadAction {
+        guard phase == .transferring, attempt.failure == nil else { return .abort }
+        attempt.status = head.statusCode
+        attempt.hasLocation = false
+        attempt.asideBytes = 0
+        attempt.completeWithoutBody = false
+        if let from = attempt.rangeFrom {
+            return readRangeAnswer(head, askedFrom: from)
+        }
+        return readWholeAnswer(head)
+    }
+
+    /// An answer to `Range: bytes=<from>-`: only a 206 at that offset, of the same version,
+    /// adds to what is held.
+    private mutating func readRangeAnswer(_ head: ResponseHead, askedFrom from: Int64) -> HeadAction {
+        switch ResumePolicy.decide(status: head.statusCode, contentRange: head.value(of: "Content-Range"),
+                                   held: from, knownLength: knownLength) {
+        case .append(let completeLength):
+            if case .entityTag(let expected)? = validator, let received = head.value(of: "ETag"), received != expected {
+                return abort(.resume(.validatorChanged(expected: expected, received: received)))
+            }
+            knownLength = completeLength ?? knownLength
+            expectedLength = knownLength ?? -1
+            if let limit = configuration.maximumBodySize, let length = knownLength, length > limit {
+                return abort(.bodyTooLarge(limit: limit))
+            }
+            attempt.route = .sink
+            return .deliver(restartFromZero: false, newIdentity: false)
+        case .restartFromZero:
+            guard configuration.canRestart else { return abort(.resume(.cannotRestartOutputStream)) }
+            metrics.restartsFromZero += 1
+            metrics.bytesRefetched += held
+            held = 0
+            attempt.rangeFrom = nil
+            // The whole resource: read like any answer to a plain request.
+            let whole = readWholeAnswer(head)
+            guard case .deliver = whole else { return whole }
+            return .deliver(restartFromZero: true, newIdentity: true)
+        case .alreadyComplete:
+            attempt.completeWithoutBody = true
+            attempt.route = .aside
+            return .holdAside
+        case .refuse(let reason):
+            return abort(.resume(reason))
+        case .notARangeAnswer:
+            // A redirect is followed with the same range; any other answer (304, 4xx, 5xx, a
+            // 3xx that cannot be followed) is reported with its body kept apart: never
+            // appended to the bytes held.
+            attempt.hasLocation = RedirectPolicy.redirectStatusCodes.contains(head.statusCode)
+                && head.value(of: "Location") != nil
+            attempt.route = .aside
+            return .holdAside
+        }
+    }
+
+    /// An answer to a request for the whole resource.
+    private mutating func readWholeAnswer(_ head: ResponseHead) -> HeadAction {
+        if mayBeReplaced(head) {
+            attempt.route = .aside
+            return .holdAside
+        }
+        attempt.route = .sink
+        let length = head.decodedContentLength
+        var newIdentity = false
+        if head.statusCode == 200 {
+            // A 200 names the version and length of what will now be held.
+            validator = ResumeValidator(etag: head.value(of: "ETag"), lastModified: head.value(of: "Last-Modified"))
+            knownLength = length
+            newIdentity = true
+        }
+        expectedLength = length ?? -1
+        if let limit = configuration.maximumBodySize, let length, length > limit {
+            return abort(.bodyTooLarge(limit: limit))
+        }
+        return .deliver(restartFromZero: false, newIdentity: newIdentity)
+    }
+
+    /// Whether a redirect or an authentication round may replace this response, so its body
+    /// must wait aside.
+    private mutating func mayBeReplaced(_ head: ResponseHead) -> Bool {
+        if RedirectPolicy.redirectStatusCodes.contains(head.statusCode) {
+            attempt.hasLocation = head.value(of: "Location") != nil
+            return configuration.maximumRedirects > 0 && attempt.hasLocation
+        }
+        if head.statusCode == 401 || head.statusCode == 407 {
+            return configuration.answersChallenges && challenges < configuration.maximumChallenges
+        }
+        return false
+    }
+
+    private mutating func abort(_ failure: Failure) -> HeadAction {
+        attempt.failure = failure
+        return .abort
+    }
+
+    // MARK: - Body
+
+    /// A chunk of `count` body bytes arrived. `admission` asks the sink whether it can take
+    /// them now; it is asked only for bytes bound for the sink.
+    mutating func bodyReceived(count: Int, admission: () -> BodyWriter.Admission) -> BodyAction {
+        guard phase == .transferring, attempt.failure == nil else { return .abort }
+        let count = Int64(count)
+        switch attempt.route {
+        case .aside:
+            let limit = configuration.provisionalBodyLimit
+            guard attempt.asideBytes + count <= limit else {
+                attempt.failure = .provisionalBodyTooLarge(limit: limit)
+                return .abort
+            }
+            attempt.asideBytes += count
+            return .divert
+        case .sink:
+            if let limit = configuration.maximumBodySize, held + count > limit {
+                attempt.failure = .bodyTooLarge(limit: limit)
+                return .abort
+            }
+            switch admission() {
+            case .accepted:
+                held += count
+                return .append
+            case .wait:
+                attempt.waitingForWriter = true
+                return .wait
+            case .failed(let error):
+                attempt.failure = .write(error)
+                return .abort
+            }
+        }
+    }
+
+    /// The writer made room. True when the transfer that waited for it should go on.
+    mutating func writerCaughtUp() -> Bool {
+        guard phase == .transferring, attempt.waitingForWriter else { return false }
+        attempt.waitingForWriter = false
+        return true
+    }
+
+    /// The body held aside became the body (``Outcome/responseHeldAside(intoSink:)``).
+    mutating func heldAsideMovedIntoSink() {
+        held += attempt.asideBytes
+        attempt.asideBytes = 0
+    }
+
+    // MARK: - The end of a transfer
+
+    /// The transfer ended: `error` is curl's failure, nil for a complete response.
+    mutating func transferCompleted(error: URLError?) -> CompletionAction {
+        guard phase == .transferring else { return .ignored }
+        if let failure = attempt.failure {
+            return .report(conclude(.failure(failure)))
+        }
+        if let error {
+            guard retryAllowed(after: error) else { return .report(conclude(.failure(.transport(error)))) }
+            retries += 1
+            phase = .waitingToRetry
+            return .scheduleRetry(after: configuration.retryPolicy.delay(beforeRetry: retries))
+        }
+        if attempt.completeWithoutBody {
+            return .report(conclude(.completeFromHeld))
+        }
+        guard attempt.route == .aside, let status = attempt.status else {
+            return .report(conclude(.success))
+        }
+        if RedirectPolicy.redirectStatusCodes.contains(status), attempt.hasLocation, configuration.maximumRedirects > 0 {
+            redirects += 1
+            guard redirects <= configuration.maximumRedirects else {
+                return .report(conclude(.failure(.tooManyRedirects(limit: configuration.maximumRedirects))))
+            }
+            phase = .deciding
+            return .redirect
+        }
+        if status == 401 || status == 407, configuration.answersChallenges, challenges < configuration.maximumChallenges {
+            challenges += 1
+            phase = .deciding
+            return .challenge(previousFailureCount: challenges - 1 + (attempt.sentCredential ? 1 : 0))
+        }
+        return .report(conclude(heldAsideOutcome))
+    }
+
+    /// Whether a transfer that failed with `error` is sent again: a failure a new connection
+    /// may cure, mid-body of a good answer (or while already retrying: the server may be
+    /// restarting), within the policy, and only for a method that may be sent twice.
+    private func retryAllowed(after error: URLError) -> Bool {
+        guard configuration.isIdempotent, retries < configuration.retryPolicy.maximumRetries,
+              RetryPolicy.isRetryable(error) else { return false }
+        return attempt.status.map { $0 == 200 || $0 == 206 } ?? (retries > 0)
+    }
+}

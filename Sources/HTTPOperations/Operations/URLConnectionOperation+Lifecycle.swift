@@ -1,0 +1,249 @@
+import Foundation
+
+/// Start, cancel, pause, resume and the outcome: the operation's phase (``OperationPhase``)
+/// and what Foundation is told of it.
+extension URLConnectionOperation {
+    /// Whether the operation is paused: started, holding its transfer, not finished.
+    public var isPaused: Bool { state.withLock { $0.phase == .paused } }
+
+    /// The body of `start()`.
+    func startTransfer() {
+        if isPaused { return resume() }
+        guard transition(from: .ready, to: .executing) else { return }
+        do {
+            if let prepared = try prepareRequest() {
+                state.withLock { $0.currentRequest = prepared }
+            }
+        } catch {
+            NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
+            conclude(response: nil, data: nil, error: error)
+            return
+        }
+        // After prepareRequest(), so observers see the request that is sent.
+        NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
+        if state.withLock({ $0.cancelRequested }) {
+            // Cancelled before it started: nothing is opened or sent.
+            conclude(response: nil, data: nil, error: cancellationError())
+            return
+        }
+        // Built outside the lock: it works out the first transfer and opens the body's file.
+        let connection = Connection(operation: self, configuration: state.withLock { $0 })
+        let (paused, cancelled, pauseCompletions) = state.withLock { state in
+            state.connection = connection
+            defer { state.pendingPauseCompletions.removeAll() }
+            return (state.phase == .paused, state.cancelRequested, state.pendingPauseCompletions)
+        }
+        state.withLock { $0.logger }.debug("operation started", metadata: ["url": "\(request.url?.absoluteString ?? "")"])
+        NetworkThread.shared.perform {
+            // A pause or cancel that came while the connection was being made is not lost:
+            // the network thread runs these in order.
+            if paused || !pauseCompletions.isEmpty { connection.pause(whenPaused: pauseCompletions) }
+            if cancelled { connection.cancel() }
+            connection.begin()
+        }
+    }
+
+    /// The body of `cancel()`.
+    func cancelTransfer() {
+        // Decided under the lock that start() uses, so a cancel racing with start() is seen
+        // by exactly one of them.
+        let decision = state.withLock { state -> (effective: Bool, connection: Connection?) in
+            guard !state.outcomeDecided, !state.cancelRequested else { return (false, nil) }
+            state.cancelRequested = true
+            return (true, state.connection)
+        }
+        guard decision.effective else { return }
+        super.cancel()
+        // Not started: start() will finish it. Started: stop the transfer where it is.
+        if let connection = decision.connection {
+            NetworkThread.shared.perform { connection.cancel() }
+        }
+    }
+
+    /// Pauses the transfer: it is taken off the network (its connection closes), the bytes
+    /// received so far are kept, and the operation is neither executing nor finished until
+    /// ``resume()``. For a download to ``destinationURL`` the ``resumeData`` is also saved
+    /// beside the file. Does nothing unless the operation is executing and not cancelled.
+    ///
+    /// - Parameter completion: Runs exactly once, on the completion queue: once the pause has
+    ///   taken effect and the resume data is saved (for example before a process exits), or
+    ///   straight away when there was nothing to pause. Read ``isPaused`` to know which.
+    public func pause(completion: (@Sendable () -> Void)? = nil) {
+        enum Next { case pause(Connection), waitForConnection, answerNow }
+        let next = transition(from: .executing, to: .paused, when: { !$0.cancelRequested && !$0.outcomeDecided }) { state in
+            if let connection = state.connection { return Next.pause(connection) }
+            // Before the connection exists (prepareRequest() is running): start() passes it on.
+            if let completion { state.pendingPauseCompletions.append(completion) }
+            return Next.waitForConnection
+        } ?? .answerNow
+        switch next {
+        case .pause(let connection):
+            NetworkThread.shared.perform { connection.pause(whenPaused: completion.map { [$0] } ?? []) }
+        case .waitForConnection:
+            break
+        case .answerNow:
+            guard let completion else { return }
+            let (queue, group) = state.withLock { ($0.completionQueue ?? .global(), $0.completionGroup) }
+            queue.async(group: group, execute: completion)
+        }
+    }
+
+    /// Resumes a paused transfer: the request is sent again with `Range` for the bytes after
+    /// those held and `If-Range` naming their version, and the answer decides (see
+    /// Docs/ResumableDownloads.md). A request whose method is not idempotent (POST, PATCH) is
+    /// never sent twice: resuming one that was sent fails the operation with
+    /// ``TransferError`` `.requestNotResendable`. Does nothing unless the operation is paused
+    /// and not cancelled.
+    public func resume() {
+        let connection = transition(from: .paused, to: .executing, when: { !$0.cancelRequested && !$0.outcomeDecided }) {
+            $0.connection
+        }
+        // No connection yet: start() sees the operation executing and does not pause it.
+        if let connection = connection ?? nil {
+            NetworkThread.shared.perform { connection.resume() }
+        }
+    }
+
+    /// Runs `observer` once the operation's outcome is known: after ``processResponse()`` (and
+    /// so after the success or failure block), before the operation is marked finished, on
+    /// the completion queue. Operations that depend on this one start after it. Added after
+    /// the outcome is known, it runs at once.
+    func whenOutcomeKnown(_ observer: @escaping @Sendable (URLConnectionOperation) -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            guard !state.outcomeObserversTaken else { return true }
+            state.outcomeObservers.append(observer)
+            return false
+        }
+        if runNow { observer(self) }
+    }
+
+    // MARK: - Completion
+
+    /// Records the outcome of the transfer and finishes the operation on its callback queue:
+    /// the last progress, processResponse(), then the finished state, then the notification.
+    ///
+    /// - Parameters:
+    ///   - callbackQueue: The queue the operation's other callbacks went through (serial when
+    ///     there were progress callbacks), so the outcome comes after all of them; nil means
+    ///     the completion queue.
+    ///   - completion: A last check of a successful transfer (integrity), run on the callback
+    ///     queue before processResponse(); an error it returns fails the operation, unless it
+    ///     was cancelled meanwhile.
+    ///   - handoff: On the network thread, the hand-off that batches the outcomes of one pass
+    ///     into one wake-up; nil dispatches now.
+    func conclude(response: URLResponse?, data: Data?, error: (any Error)?,
+                  on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
+                  completion: (@Sendable (Data?) -> (any Error)?)? = nil,
+                  handoff: CallbackHandoff? = nil) {
+        let (completionQueue, group, logger, pauseCompletions) = state.withLock { state in
+            state.outcomeDecided = true
+            state.connection = nil
+            if let response {
+                state.response = response
+                state.responseHead = nil
+            }
+            state.responseData = data
+            // A cancel that won the lock before this point turns any outcome into a
+            // cancellation: a cancelled operation never reports success.
+            state.error = state.cancelRequested ? cancellationError() : error
+            // The blocks are done with: a block that captures its operation must not keep it
+            // alive (they run on the callback queue, whose reporters hold their own copies).
+            state.uploadProgress = nil
+            state.downloadProgress = nil
+            state.redirectBlock = nil
+            state.challengeBlock = nil
+            defer { state.pendingPauseCompletions.removeAll() }
+            return (state.completionQueue, state.completionGroup, state.logger, state.pendingPauseCompletions)
+        }
+        let queue = callbackQueue ?? completionQueue ?? .global()
+        // Pauses asked for before a connection existed, and now moot.
+        for completion in pauseCompletions { queue.async(group: group, execute: completion) }
+        let deliver: @Sendable () -> Void = {
+            for reporter in progress { reporter.deliverPending() }
+            if let failure = completion?(data) {
+                // Integrity is checked only for a success; a cancellation stays a cancellation.
+                self.state.withLock { state in
+                    if !state.cancelRequested { state.error = failure }
+                }
+            }
+            self.processResponse()
+            let observers = self.state.withLock { state in
+                state.outcomeObserversTaken = true
+                defer { state.outcomeObservers.removeAll() }
+                return state.outcomeObservers
+            }
+            for observer in observers { observer(self) }
+            self.transition(to: .finished)
+            logger.debug("operation finished", metadata: ["error": "\(self.error.map { "\($0)" } ?? "none")"])
+            NotificationCenter.default.post(name: .networkingOperationDidFinish, object: self)
+        }
+        if let handoff {
+            // Consumed: the network thread must not hold the last reference to this operation.
+            handoff.deliver(on: queue, group: group, consume deliver)
+        } else {
+            queue.async(group: group, execute: deliver)
+        }
+    }
+
+    /// A serial queue for one operation's callbacks, running them on `completionQueue` (a
+    /// global concurrent queue when nil): in order, never two at once.
+    static func makeCallbackQueue(targeting completionQueue: DispatchQueue?) -> DispatchQueue {
+        DispatchQueue(label: "HTTPOperations.callbacks", target: completionQueue ?? .global())
+    }
+
+    func cancellationError() -> URLError {
+        URLError(.cancelled, url: request.url, description: "The operation was cancelled.")
+    }
+
+    // MARK: - Transitions
+
+    /// Moves to `next` if the phase machine allows it, and tells Foundation.
+    @discardableResult
+    func transition(from expected: OperationPhase? = nil, to next: OperationPhase) -> Bool {
+        transition(from: expected, to: next, when: { _ in true }) { _ in () } != nil
+    }
+
+    /// Moves from `expected` (any phase when nil) to `next` when ``OperationPhase`` and
+    /// `condition` allow it, runs `update` under the same lock, then tells Foundation.
+    ///
+    /// Foundation reads `isFinished` and `isExecuting` while it reacts to an announcement, so
+    /// announcements are made outside the lock. To keep them in the order of the transitions,
+    /// each transition queues its keys under the lock, and whichever thread finds nobody
+    /// announcing makes every queued announcement, in order, until none is left.
+    ///
+    /// - Returns: What `update` returned, or nil when the transition was refused.
+    func transition<Result>(from expected: OperationPhase?, to next: OperationPhase,
+                            when condition: (inout State) -> Bool,
+                            update: (inout State) -> Result) -> Result? {
+        let outcome = state.withLock { state -> (result: Result, announce: Bool)? in
+            guard expected == nil || state.phase == expected, state.phase.canTransition(to: next), condition(&state) else {
+                return nil
+            }
+            state.unannounced.append(contentsOf: state.phase.changedKeys(to: next))
+            state.phase = next
+            let result = update(&state)
+            guard !state.announcing else { return (result, false) }
+            state.announcing = true
+            return (result, true)
+        }
+        guard let outcome else { return nil }
+        if outcome.announce { announceTransitions() }
+        return outcome.result
+    }
+
+    /// Makes the queued announcements, in order, until there are none.
+    private func announceTransitions() {
+        while true {
+            let keys = state.withLock { state -> [String] in
+                defer { state.unannounced.removeAll(keepingCapacity: true) }
+                if state.unannounced.isEmpty { state.announcing = false }
+                return state.unannounced
+            }
+            guard !keys.isEmpty else { return }
+            for key in keys {
+                willChangeValue(forKey: key)
+                didChangeValue(forKey: key)
+            }
+        }
+    }
+}
