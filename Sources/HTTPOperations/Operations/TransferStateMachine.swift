@@ -38,6 +38,8 @@ struct TransferStateMachine {
     private(set) var retries = 0
     private(set) var redirects = 0
     private(set) var challenges = 0
+    /// ``begin(held:)`` was called.
+    private(set) var hasBegun = false
     /// What the current (or last) transfer asked for and got.
     private(set) var attempt = Attempt()
 
@@ -65,20 +67,15 @@ struct TransferStateMachine {
     /// The operation's transfer begins with `held` bytes already in the sink (a file that is
     /// continued). Returns the first request, or nil when paused before it (or finished).
     mutating func begin(held: Int64) -> Send? {
+        // Once, and only before anything was sent (a pause before it leaves `.sendFirst`).
+        guard !hasBegun, phase == .idle || phase == .paused(.sendFirst) else { return nil }
+        hasBegun = true
         self.held = held
         if held > 0 {
             metrics.resumes += 1
             metrics.firstResumeOffset = held
         }
-        switch phase {
-        case .idle:
-            return send(.first)
-        case .paused:
-            phase = .paused(.sendFirst)
-            return nil
-        default:
-            return nil
-        }
+        return phase == .idle ? send(.first) : nil
     }
 
     mutating func pause() -> PauseAction {

@@ -1,0 +1,480 @@
+import Foundation
+@testable import HTTPOperations
+import Testing
+
+extension AllTests {
+    /// ``TransferStateMachine`` fed events by hand: no socket, no curl, no thread. The table
+    /// at the end checks every phase against every event; the tests before it follow each
+    /// path a transfer takes (Docs/Architecture.md, "The transfer state machine").
+    @Suite struct TransferStateMachineTests {
+        typealias Machine = TransferStateMachine
+
+        static let etag = #""v1""#
+        static let url = URL(string: "http://a.test/file")!
+
+        static func head(_ status: Int, _ fields: (String, String)...) -> ResponseHead {
+            ResponseHead(statusCode: status, httpVersion: "HTTP/1.1", fields: fields.map { (name: $0.0, value: $0.1) })
+        }
+
+        static func machine(_ configure: (inout Machine.Configuration) -> Void = { _ in },
+                            validator: ResumeValidator? = nil, knownLength: Int64? = nil) -> Machine {
+            var configuration = Machine.Configuration()
+            configure(&configuration)
+            return Machine(configuration: configuration, validator: validator, knownLength: knownLength)
+        }
+
+        /// A machine transferring, with `held` bytes of version `etag` already held.
+        static func resuming(held: Int64, length: Int64 = 1000,
+                             _ configure: (inout Machine.Configuration) -> Void = { _ in }) -> Machine {
+            var machine = machine(configure, validator: .entityTag(etag), knownLength: length)
+            let send = machine.begin(held: held)
+            #expect(send == Machine.Send(rangeFrom: held, validator: .entityTag(etag), reason: .first))
+            return machine
+        }
+
+        static func dropped() -> URLError { URLError(.networkConnectionLost) }
+
+        /// Takes `count` bytes into the sink.
+        static func body(_ machine: inout Machine, _ count: Int, admission: BodyWriter.Admission = .accepted) -> Machine.BodyAction {
+            machine.bodyReceived(count: count) { admission }
+        }
+
+        // MARK: - A whole response
+
+        @Test func aPlainGetGoesToTheSinkAndNamesTheVersionHeld() {
+            var machine = Self.machine()
+            #expect(machine.begin(held: 0) == Machine.Send(rangeFrom: nil, validator: nil, reason: .first))
+            #expect(machine.phase == .transferring)
+            let head = Self.head(200, ("ETag", Self.etag), ("Content-Length", "1000"))
+            #expect(machine.headReceived(head) == .deliver(restartFromZero: false, newIdentity: true))
+            #expect(machine.validator == .entityTag(Self.etag))
+            #expect(machine.knownLength == 1000)
+            #expect(machine.expectedLength == 1000)
+            #expect(Self.body(&machine, 600) == .append)
+            #expect(Self.body(&machine, 400) == .append)
+            #expect(machine.held == 1000)
+            #expect(machine.transferCompleted(error: nil) == .report(.success))
+            #expect(machine.isFinished)
+        }
+
+        @Test func aWeakEntityTagIsNoValidatorButLastModifiedIs() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(200, ("ETag", #"W/"w""#), ("Last-Modified", "Sat, 21 Nov 2026 10:00:00 GMT")))
+            #expect(machine.validator == .lastModified("Sat, 21 Nov 2026 10:00:00 GMT"))
+        }
+
+        @Test func aNonSuccessStatusStillGoesToTheSinkWithoutNamingAVersion() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            #expect(machine.headReceived(Self.head(404, ("Content-Length", "5"))) == .deliver(restartFromZero: false, newIdentity: false))
+            #expect(Self.body(&machine, 5) == .append)
+            #expect(machine.transferCompleted(error: nil) == .report(.success))
+            #expect(machine.validator == nil)
+        }
+
+        // MARK: - Several heads on one transfer (curl's own authentication round)
+
+        @Test func eachHeadOfATransferIsJudgedOnItsOwn() {
+            var machine = Self.resuming(held: 400)
+            machine.credentialSent(true)
+            #expect(machine.headReceived(Self.head(401, ("WWW-Authenticate", "Basic"))) == .holdAside)
+            #expect(Self.body(&machine, 20) == .divert)
+            let partial = Self.head(206, ("Content-Range", "bytes 400-999/1000"), ("ETag", Self.etag))
+            #expect(machine.headReceived(partial) == .deliver(restartFromZero: false, newIdentity: false))
+            #expect(machine.attempt.asideBytes == 0, "the 401's body is dropped")
+            #expect(Self.body(&machine, 600) == .append)
+            #expect(machine.transferCompleted(error: nil) == .report(.success))
+            #expect(machine.held == 1000)
+        }
+
+        @Test func aChallengeBlockDoesNotHoldTheAnswerAfterCurlsOwnRound() {
+            var machine = Self.machine { $0.answersChallenges = true }
+            _ = machine.begin(held: 0)
+            #expect(machine.headReceived(Self.head(401)) == .holdAside)
+            #expect(machine.headReceived(Self.head(200, ("Content-Length", "10"))) == .deliver(restartFromZero: false, newIdentity: true))
+            #expect(Self.body(&machine, 10) == .append)
+            #expect(machine.transferCompleted(error: nil) == .report(.success))
+        }
+
+        // MARK: - Range answers
+
+        @Test func a206AtTheOffsetIsAppended() {
+            var machine = Self.resuming(held: 400)
+            let head = Self.head(206, ("Content-Range", "bytes 400-999/1000"), ("ETag", Self.etag))
+            #expect(machine.headReceived(head) == .deliver(restartFromZero: false, newIdentity: false))
+            #expect(machine.expectedLength == 1000)
+            #expect(Self.body(&machine, 600) == .append)
+            #expect(machine.transferCompleted(error: nil) == .report(.success))
+        }
+
+        @Test(arguments: [
+            (head(206, ("Content-Range", "bytes 500-999/1000")), ResumeError.Reason.rangeStartMismatch(expected: 400, received: 500)),
+            (head(206), .malformedContentRange(nil)),
+            (head(206, ("Content-Range", "bytes 400-1999/2000")), .lengthChanged(expected: 1000, received: 2000)),
+            (head(206, ("Content-Range", "bytes 400-999/1000"), ("ETag", #""v2""#)), .validatorChanged(expected: #""v1""#, received: #""v2""#)),
+            (head(416, ("Content-Range", "bytes */900")), .unsatisfiableRange(held: 400, length: 900)),
+        ])
+        func aRangeAnswerThatDoesNotFitIsRefusedBeforeAByte(head: ResponseHead, reason: ResumeError.Reason) {
+            var machine = Self.resuming(held: 400)
+            #expect(machine.headReceived(head) == .abort)
+            #expect(Self.body(&machine, 10) == .abort)
+            #expect(machine.held == 400, "nothing appended")
+            let curlSaysAborted = URLError(.cannotWriteToFile)
+            #expect(machine.transferCompleted(error: curlSaysAborted) == .report(.failure(.resume(reason))))
+        }
+
+        @Test func a200ToARangeRestartsFromZeroAndCountsIt() {
+            var machine = Self.resuming(held: 400)
+            let whole = Self.head(200, ("ETag", #""v2""#), ("Content-Length", "1200"))
+            #expect(machine.headReceived(whole) == .deliver(restartFromZero: true, newIdentity: true))
+            #expect(machine.held == 0)
+            #expect(machine.validator == .entityTag(#""v2""#))
+            #expect(machine.knownLength == 1200)
+            #expect(machine.metrics.restartsFromZero == 1)
+            #expect(machine.metrics.bytesRefetched == 400)
+            #expect(Self.body(&machine, 1200) == .append)
+            #expect(machine.transferCompleted(error: nil) == .report(.success))
+        }
+
+        @Test func a200ToARangeFailsWhenTheSinkCannotRestart() {
+            var machine = Self.resuming(held: 400) { $0.canRestart = false }
+            #expect(machine.headReceived(Self.head(200)) == .abort)
+            #expect(machine.transferCompleted(error: URLError(.cannotWriteToFile))
+                        == .report(.failure(.resume(.cannotRestartOutputStream))))
+            #expect(machine.held == 400)
+        }
+
+        @Test func a416ForTheLengthHeldIsComplete() {
+            var machine = Self.resuming(held: 1000)
+            #expect(machine.headReceived(Self.head(416, ("Content-Range", "bytes */1000"))) == .holdAside)
+            #expect(machine.transferCompleted(error: nil) == .report(.completeFromHeld))
+        }
+
+        @Test(arguments: [404, 500, 304, 301])
+        func anErrorAnswerToARangeIsReportedApartFromTheBytesHeld(status: Int) {
+            // 301 without a Location cannot be followed: it is an answer like any error.
+            var machine = Self.resuming(held: 400)
+            #expect(machine.headReceived(Self.head(status)) == .holdAside)
+            #expect(Self.body(&machine, 50) == .divert)
+            #expect(machine.transferCompleted(error: nil) == .report(.responseHeldAside(intoSink: false)))
+            #expect(machine.held == 400)
+        }
+
+        @Test func aRedirectOfARangeIsFollowedWithTheSameRange() {
+            var machine = Self.resuming(held: 400)
+            #expect(machine.headReceived(Self.head(302, ("Location", "/elsewhere"))) == .holdAside)
+            #expect(machine.transferCompleted(error: nil) == .redirect)
+            #expect(machine.decided(proceed: true)
+                        == .send(Machine.Send(rangeFrom: 400, validator: .entityTag(Self.etag), reason: .redirect)))
+        }
+
+        // MARK: - Redirects and challenges
+
+        @Test func aRedirectIsFollowedOrItsBodyBecomesTheBody() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            #expect(machine.headReceived(Self.head(302, ("Location", "/next"))) == .holdAside)
+            #expect(Self.body(&machine, 11) == .divert)
+            #expect(machine.transferCompleted(error: nil) == .redirect)
+            #expect(machine.phase == .deciding)
+            #expect(machine.decided(proceed: true) == .send(Machine.Send(rangeFrom: nil, validator: nil, reason: .redirect)))
+            #expect(machine.headReceived(Self.head(302, ("Location", "/again"))) == .holdAside)
+            #expect(Self.body(&machine, 11) == .divert)
+            #expect(machine.transferCompleted(error: nil) == .redirect)
+            #expect(machine.decided(proceed: false) == .report(.responseHeldAside(intoSink: true)))
+            machine.heldAsideMovedIntoSink()
+            #expect(machine.held == 11)
+            #expect(machine.isFinished)
+        }
+
+        @Test func redirectsStopAtTheLimit() {
+            var machine = Self.machine { $0.maximumRedirects = 2 }
+            _ = machine.begin(held: 0)
+            for _ in 0..<2 {
+                _ = machine.headReceived(Self.head(301, ("Location", "/x")))
+                #expect(machine.transferCompleted(error: nil) == .redirect)
+                _ = machine.decided(proceed: true)
+            }
+            _ = machine.headReceived(Self.head(301, ("Location", "/x")))
+            #expect(machine.transferCompleted(error: nil) == .report(.failure(.tooManyRedirects(limit: 2))))
+        }
+
+        @Test func withRedirectsOffA3xxIsTheResponse() {
+            var machine = Self.machine { $0.maximumRedirects = 0 }
+            _ = machine.begin(held: 0)
+            #expect(machine.headReceived(Self.head(302, ("Location", "/x"))) == .deliver(restartFromZero: false, newIdentity: false))
+            #expect(machine.transferCompleted(error: nil) == .report(.success))
+        }
+
+        @Test func challengesCountFailuresAndStopAfterThree() {
+            var machine = Self.machine { $0.answersChallenges = true }
+            _ = machine.begin(held: 0)
+            machine.credentialSent(false)
+            _ = machine.headReceived(Self.head(401))
+            #expect(machine.transferCompleted(error: nil) == .challenge(previousFailureCount: 0))
+            for expected in [2, 3] {
+                #expect(machine.decided(proceed: true) == .send(Machine.Send(rangeFrom: nil, validator: nil, reason: .challenge)))
+                machine.credentialSent(true)
+                _ = machine.headReceived(Self.head(401))
+                #expect(machine.transferCompleted(error: nil) == .challenge(previousFailureCount: expected))
+            }
+            _ = machine.decided(proceed: true)
+            #expect(machine.headReceived(Self.head(401)) == .deliver(restartFromZero: false, newIdentity: false),
+                    "after three rounds the challenge is the answer")
+            #expect(machine.transferCompleted(error: nil) == .report(.success))
+        }
+
+        @Test func withoutAChallengeBlockA401IsTheResponse() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            #expect(machine.headReceived(Self.head(401)) == .deliver(restartFromZero: false, newIdentity: false))
+        }
+
+        // MARK: - Dropped connections
+
+        @Test func aDropMidBodyIsRetriedForTheRest() {
+            var machine = Self.machine { $0.retryPolicy = RetryPolicy(maximumRetries: 2, initialDelay: 0.1) }
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(200, ("ETag", Self.etag), ("Content-Length", "1000")))
+            _ = Self.body(&machine, 300)
+            #expect(machine.transferCompleted(error: Self.dropped()) == .scheduleRetry(after: 0.1))
+            #expect(machine.phase == .waitingToRetry)
+            #expect(machine.retryTimerFired() == Machine.Send(rangeFrom: 300, validator: .entityTag(Self.etag), reason: .retry))
+            #expect(machine.metrics.automaticResumes == 1)
+            #expect(machine.metrics.resumes == 1)
+            #expect(machine.metrics.firstResumeOffset == 300)
+            #expect(machine.transferCompleted(error: Self.dropped()) == .scheduleRetry(after: 0.2),
+                    "while retrying, a drop before any head is retried too")
+            _ = machine.retryTimerFired()
+            #expect(machine.transferCompleted(error: Self.dropped()) == .report(.failure(.transport(Self.dropped()))),
+                    "the policy's retries are spent")
+        }
+
+        @Test(arguments: [
+            (false, URLError.Code.networkConnectionLost, true), // a POST
+            (true, .cannotFindHost, true), // not curable by a new connection
+            (true, .networkConnectionLost, false), // nothing of the answer arrived
+        ])
+        func someDropsAreNeverRetried(idempotent: Bool, code: URLError.Code, receiving: Bool) {
+            var machine = Self.machine { $0.isIdempotent = idempotent }
+            _ = machine.begin(held: 0)
+            if receiving {
+                _ = machine.headReceived(Self.head(200, ("ETag", Self.etag)))
+            }
+            #expect(machine.transferCompleted(error: URLError(code)) == .report(.failure(.transport(URLError(code)))))
+        }
+
+        // MARK: - Pause and resume
+
+        @Test func pauseStopsTheTransferAndResumeAsksForTheRest() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(200, ("ETag", Self.etag), ("Content-Length", "1000")))
+            _ = Self.body(&machine, 250)
+            #expect(machine.pause() == .paused(stopTransfer: true))
+            #expect(machine.pause() == .ignored)
+            #expect(machine.transferCompleted(error: nil) == .ignored, "the stopped transfer says nothing more")
+            #expect(machine.resume() == .send(Machine.Send(rangeFrom: 250, validator: .entityTag(Self.etag), reason: .resume)))
+            #expect(machine.resume() == .ignored)
+            #expect(machine.metrics.resumes == 1)
+            #expect(machine.metrics.firstResumeOffset == 250)
+        }
+
+        @Test func aPausedNonIdempotentRequestIsNotSentAgain() {
+            var machine = Self.machine { $0.isIdempotent = false }
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(200))
+            #expect(machine.pause() == .paused(stopTransfer: true))
+            #expect(machine.resume() == .fail(.notResendable))
+            #expect(machine.isFinished)
+        }
+
+        @Test func aRequestPausedBeforeItWasSentIsSentOnResumeWhateverItsMethod() {
+            var machine = Self.machine { $0.isIdempotent = false }
+            #expect(machine.pause() == .paused(stopTransfer: false))
+            #expect(machine.begin(held: 0) == nil)
+            #expect(machine.resume() == .send(Machine.Send(rangeFrom: nil, validator: nil, reason: .first)))
+        }
+
+        @Test func aPauseDuringARetryWaitCancelsTheTimer() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(200))
+            _ = Self.body(&machine, 10)
+            _ = machine.transferCompleted(error: Self.dropped())
+            #expect(machine.pause() == .paused(stopTransfer: false))
+            #expect(machine.retryTimerFired() == nil)
+            #expect(machine.resume() == .send(Machine.Send(rangeFrom: 10, validator: nil, reason: .resume)))
+        }
+
+        @Test func aDecisionThatComesWhilePausedWaitsForTheResume() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(307, ("Location", "/next")))
+            #expect(machine.transferCompleted(error: nil) == .redirect)
+            #expect(machine.pause() == .paused(stopTransfer: false))
+            #expect(machine.decided(proceed: true) == .ignored)
+            #expect(machine.phase == .paused(.sendDecided))
+            #expect(machine.resume() == .send(Machine.Send(rangeFrom: nil, validator: nil, reason: .redirect)))
+        }
+
+        @Test func aResumeBeforeTheDecisionLetsTheDecisionSend() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(307, ("Location", "/next")))
+            _ = machine.transferCompleted(error: nil)
+            _ = machine.pause()
+            #expect(machine.resume() == .ignored)
+            #expect(machine.phase == .deciding)
+            #expect(machine.decided(proceed: true) == .send(Machine.Send(rangeFrom: nil, validator: nil, reason: .redirect)))
+        }
+
+        // MARK: - Ending, limits, the writer
+
+        @Test func endingIsOnceAndSilencesEveryLaterEvent() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            let (first, second) = (machine.end(), machine.end())
+            #expect(first)
+            #expect(!second)
+            #expect(machine.headReceived(Self.head(200)) == .abort)
+            #expect(Self.body(&machine, 1) == .abort)
+            #expect(machine.transferCompleted(error: nil) == .ignored)
+            #expect(machine.pause() == .ignored)
+            #expect(machine.resume() == .ignored)
+            #expect(machine.retryTimerFired() == nil)
+            #expect(machine.decided(proceed: true) == .ignored)
+            let resumed = machine.writerCaughtUp()
+            #expect(!resumed)
+        }
+
+        @Test func aBodyHeldAsideHasALimit() {
+            var machine = Self.machine { $0.provisionalBodyLimit = 100 }
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(302, ("Location", "/x")))
+            #expect(Self.body(&machine, 100) == .divert)
+            #expect(Self.body(&machine, 1) == .abort)
+            #expect(machine.transferCompleted(error: URLError(.cannotWriteToFile))
+                        == .report(.failure(.provisionalBodyTooLarge(limit: 100))))
+        }
+
+        @Test func theBodySizeLimitStopsAnAnnouncedOrAGrowingBody() {
+            var announced = Self.machine { $0.maximumBodySize = 1000 }
+            _ = announced.begin(held: 0)
+            #expect(announced.headReceived(Self.head(200, ("Content-Length", "1001"))) == .abort)
+            #expect(announced.transferCompleted(error: URLError(.cannotWriteToFile)) == .report(.failure(.bodyTooLarge(limit: 1000))))
+
+            var growing = Self.machine { $0.maximumBodySize = 1000 }
+            _ = growing.begin(held: 0)
+            _ = growing.headReceived(Self.head(200))
+            #expect(Self.body(&growing, 1000) == .append)
+            #expect(Self.body(&growing, 1) == .abort)
+            #expect(growing.held == 1000)
+        }
+
+        @Test func aFullWriterHoldsTheChunkUntilItCatchesUp() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(200))
+            #expect(Self.body(&machine, 10, admission: .wait) == .wait)
+            #expect(machine.held == 0)
+            let (first, second) = (machine.writerCaughtUp(), machine.writerCaughtUp())
+            #expect(first)
+            #expect(!second, "once")
+            #expect(Self.body(&machine, 10) == .append)
+            let failure = URLError(.cannotWriteToFile)
+            #expect(Self.body(&machine, 10, admission: .failed(failure)) == .abort)
+            #expect(machine.transferCompleted(error: URLError(.cannotWriteToFile)) == .report(.failure(.write(failure))))
+        }
+
+        // MARK: - Every phase against every event
+
+        enum Event: String, CaseIterable {
+            case begin, head, body, completed, dropped, pause, resume, end, retryTimer, proceed, refuse, writerCaughtUp
+        }
+
+        /// A machine in `phase`, reached through events (with a body of 10 bytes held and a
+        /// validator, where the phase allows it).
+        static func machine(in phase: Machine.Phase) -> Machine {
+            var machine = Self.machine()
+            switch phase {
+            case .idle:
+                return machine
+            case .paused(.sendFirst):
+                _ = machine.pause()
+                return machine
+            case .finished:
+                _ = machine.end()
+                return machine
+            default:
+                break
+            }
+            _ = machine.begin(held: 0)
+            switch phase {
+            case .transferring:
+                _ = machine.headReceived(Self.head(200, ("ETag", Self.etag)))
+                _ = Self.body(&machine, 10)
+            case .waitingToRetry, .paused(.requestAgain):
+                _ = machine.headReceived(Self.head(200, ("ETag", Self.etag)))
+                _ = Self.body(&machine, 10)
+                _ = machine.transferCompleted(error: Self.dropped())
+                if phase != .waitingToRetry { _ = machine.pause() }
+            case .deciding, .paused(.awaitDecision), .paused(.sendDecided):
+                _ = machine.headReceived(Self.head(302, ("Location", "/x")))
+                _ = machine.transferCompleted(error: nil)
+                if phase != .deciding { _ = machine.pause() }
+                if phase == .paused(.sendDecided) { _ = machine.decided(proceed: true) }
+            default:
+                Issue.record("no recipe for \(phase)")
+            }
+            #expect(machine.phase == phase, "recipe for \(phase)")
+            return machine
+        }
+
+        /// The phase after `event`, from a machine in `phase`.
+        static func phase(after event: Event, from phase: Machine.Phase) -> Machine.Phase {
+            var machine = machine(in: phase)
+            switch event {
+            case .begin: _ = machine.begin(held: 0)
+            case .head: _ = machine.headReceived(Self.head(200))
+            case .body: _ = Self.body(&machine, 1)
+            case .completed: _ = machine.transferCompleted(error: nil)
+            case .dropped: _ = machine.transferCompleted(error: Self.dropped())
+            case .pause: _ = machine.pause()
+            case .resume: _ = machine.resume()
+            case .end: _ = machine.end()
+            case .retryTimer: _ = machine.retryTimerFired()
+            case .proceed: _ = machine.decided(proceed: true)
+            case .refuse: _ = machine.decided(proceed: false)
+            case .writerCaughtUp: _ = machine.writerCaughtUp()
+            }
+            return machine.phase
+        }
+
+        @Test func everyPhaseAnswersEveryEvent() {
+            let T = Machine.Phase.transferring, F = Machine.Phase.finished
+            let sendFirst = Machine.Phase.paused(.sendFirst), again = Machine.Phase.paused(.requestAgain)
+            let waiting = Machine.Phase.paused(.awaitDecision), decided = Machine.Phase.paused(.sendDecided)
+            // Columns: begin, head, body, completed, dropped, pause, resume, end, retryTimer,
+            // proceed, refuse, writerCaughtUp. (Rows as in Docs/Architecture.md.)
+            let table: [(Machine.Phase, [Machine.Phase])] = [
+                (.idle, [T, .idle, .idle, .idle, .idle, sendFirst, .idle, F, .idle, .idle, .idle, .idle]),
+                (T, [T, T, T, F, .waitingToRetry, again, T, F, T, T, T, T]),
+                (.deciding, [.deciding, .deciding, .deciding, .deciding, .deciding, waiting, .deciding, F, .deciding, T, F, .deciding]),
+                (.waitingToRetry, [.waitingToRetry, .waitingToRetry, .waitingToRetry, .waitingToRetry, .waitingToRetry, again,
+                                   .waitingToRetry, F, T, .waitingToRetry, .waitingToRetry, .waitingToRetry]),
+                (sendFirst, [sendFirst, sendFirst, sendFirst, sendFirst, sendFirst, sendFirst, T, F, sendFirst, sendFirst, sendFirst, sendFirst]),
+                (again, [again, again, again, again, again, again, T, F, again, again, again, again]),
+                (waiting, [waiting, waiting, waiting, waiting, waiting, waiting, .deciding, F, waiting, decided, F, waiting]),
+                (decided, [decided, decided, decided, decided, decided, decided, T, F, decided, decided, decided, decided]),
+                (F, [F, F, F, F, F, F, F, F, F, F, F, F]),
+            ]
+            for (from, row) in table {
+                for (event, expected) in zip(Event.allCases, row) {
+                    #expect(Self.phase(after: event, from: from) == expected, "\(from) + \(event.rawValue)")
+                }
+            }
+        }
+    }
+}
