@@ -299,3 +299,26 @@ extension AllTests {
         }
     }
 }
+
+extension AllTests.TransferDefects {
+    // MARK: - Bodies in memory have a limit
+
+    @Test(arguments: [Endpoint.bytes(300_000), .chunked(300_000)])
+    func aBodyInMemoryOverTheLimitFailsWithATypedError(endpoint: Endpoint) async throws {
+        let op = operation(endpoint)
+        op.maximumBodySize = 100_000
+        let error = try #require(try await run(op).error)
+        #expect((error as? TransferError)?.code == .bodyTooLarge, "\(error)")
+        #expect((op.responseData?.count ?? 0) <= 100_000)
+    }
+
+    @Test func theLimitIsForMemoryNotForFiles() async throws {
+        let file = temporaryFile()
+        defer { removeDownload(file) }
+        let op = operation(.bytes(300_000))
+        op.maximumBodySize = 100_000
+        op.destinationURL = file
+        #expect(try await run(op).error == nil)
+        #expect(try Data(contentsOf: file) == TestServer.pattern(count: 300_000))
+    }
+}

@@ -121,10 +121,7 @@ extension HTTPRequestOperationManager {
         try await decoded(perform("POST", urlString, parameters: parameters, serializer: DecodableResponseSerializer<T>(decoder: decoder)))
     }
 
-    private func decoded<T>(_ outcome: ResponseOutcome) throws -> T {
-        guard let value = outcome.object as? T else {
-            throw ResponseSerializationError(.emptyBody, response: outcome.response, data: nil)
-        }
-        return value
+    private func decoded<T: Decodable>(_ outcome: ResponseOutcome) throws -> T {
+        try DecodableResponseSerializer<T>.typed(outcome.object, response: outcome.response, data: nil)
     }
 }

@@ -32,14 +32,20 @@ struct IntegrityCheck: Sendable {
     /// The file the body went to; nil when it is in memory.
     var file: URL?
 
-    /// The first mismatch, or nil when everything expected matches.
-    func verify(memory: Data?) -> IntegrityError? {
+    /// The first mismatch (``IntegrityError``), the reason the file could not be read
+    /// (`URLError(.cannotOpenFile)`), or nil when everything expected matches.
+    func verify(memory: Data?) -> (any Error)? {
         guard expectedSHA256 != nil || expectedLength != nil else { return nil }
         var hasher = SHA256()
         var length: Int64 = 0
         if let file {
-            guard let handle = try? FileHandle(forReadingFrom: file) else {
-                return IntegrityError(reason: .lengthMismatch(expected: expectedLength ?? -1, actual: 0))
+            let handle: FileHandle
+            do {
+                handle = try FileHandle(forReadingFrom: file)
+            } catch {
+                // Not a length mismatch: nothing could be measured.
+                return URLError(.cannotOpenFile, url: file,
+                                description: "The download at \(file.path) could not be read to verify it: \(error.localizedDescription)")
             }
             defer { try? handle.close() }
             while let chunk = try? handle.read(upToCount: 1 << 20), !chunk.isEmpty {

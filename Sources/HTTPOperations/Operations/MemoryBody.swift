@@ -34,10 +34,20 @@ final class MemoryBody {
         }
     }
 
+    /// The bytes it holds before it takes a new buffer: a pooled buffer's size, or, for a small
+    /// body, just under the size at which it moves to a pooled buffer.
+    var capacity: Int {
+        switch storage {
+        case .small(let data): max(data.count, BodyBufferPool.minimumSize - 1)
+        case .pooled(let buffer, _): buffer.count
+        }
+    }
+
     /// Makes room for `additional` more bytes, so that a body of announced length is written
-    /// into one buffer without growing.
+    /// into one buffer without growing — up to ``BodyBufferPool/maximumSize``: an announced
+    /// length is the server's word, and a larger body grows (by doubling) as it arrives.
     func reserve(_ additional: Int) {
-        ensureCapacity(count + additional)
+        ensureCapacity(min(count + additional, max(count, BodyBufferPool.maximumSize)))
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) {

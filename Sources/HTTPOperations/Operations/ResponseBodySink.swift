@@ -101,10 +101,10 @@ final class ResponseBodySink {
         writer?.admit(count) ?? .accepted
     }
 
-    /// Reserves room for `length` more bytes in memory; pages never written are not resident.
+    /// Reserves room for `length` more bytes in memory, up to the largest pooled buffer.
     func reserve(_ length: Int64) {
         if case .memory = storage, length > 0 {
-            memory.reserve(Int(min(length, 1 << 30)))
+            memory.reserve(Int(min(length, Int64(BodyBufferPool.maximumSize))))
         }
     }
 

@@ -62,10 +62,18 @@ public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerial
     ///
     /// - Throws: As ``responseObject(for:data:)``.
     public func value(for response: URLResponse?, data: Data?) throws -> T {
-        guard let value = try responseObject(for: response, data: data) as? T else {
-            throw ResponseSerializationError(.emptyBody, response: response, data: data)
-        }
-        return value
+        try Self.typed(try responseObject(for: response, data: data), response: response, data: data)
+    }
+
+    /// `object` as a `T`: what a serializer made, checked.
+    ///
+    /// - Throws: ``ResponseSerializationError`` with `.emptyBody` when there is no object and
+    ///   `T` needs one, or `.decodingFailed` naming both types when it is of another type.
+    static func typed(_ object: Any?, response: URLResponse?, data: Data?) throws -> T {
+        if let value = object as? T { return value }
+        guard let object else { throw ResponseSerializationError(.emptyBody, response: response, data: data) }
+        throw ResponseSerializationError(.decodingFailed(detail: "expected a \(T.self), the serializer made a \(type(of: object))"),
+                                         response: response, data: data)
     }
 
     /// Whether `response` answers a HEAD request. Foundation's response does not say; a

@@ -1,0 +1,49 @@
+import Foundation
+@testable import HTTPOperations
+import Testing
+
+extension AllTests {
+    /// Each failure is reported as what it is (issue 13): the caller acts on the type.
+    @Suite struct ErrorMapping {
+        struct User: Decodable, Sendable, Equatable { let id: Int }
+
+        @Test func aValueOfAnotherTypeIsADecodingFailureNotAnEmptyBody() throws {
+            do {
+                let _: User = try DecodableResponseSerializer<User>.typed("a string", response: nil, data: Data("x".utf8))
+                Issue.record("a String is not a User")
+            } catch let error as ResponseSerializationError {
+                guard case .decodingFailed(let detail) = error.reason else {
+                    Issue.record("reported as \(error.reason)")
+                    return
+                }
+                #expect(detail.contains("User") && detail.contains("String"), "\(detail)")
+            }
+            #expect(throws: ResponseSerializationError.self) {
+                let _: User = try DecodableResponseSerializer<User>.typed(nil, response: nil, data: nil)
+            }
+            let none: User? = try DecodableResponseSerializer<User?>.typed(nil, response: nil, data: nil)
+            #expect(none == nil)
+            let user: User = try DecodableResponseSerializer<User>.typed(User(id: 1), response: nil, data: nil)
+            #expect(user == User(id: 1))
+        }
+
+        @Test func aFileThatCannotBeReadIsNotALengthMismatch() {
+            let missing = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-missing-\(UUID())")
+            let error = IntegrityCheck(expectedSHA256: String(repeating: "0", count: 64), expectedLength: 10, file: missing)
+                .verify(memory: nil)
+            #expect(!(error is IntegrityError), "\(String(describing: error))")
+            #expect((error as? URLError)?.code == .cannotOpenFile)
+        }
+
+        @Test func anIntegrityFailureDoesNotReplaceACancellation() async throws {
+            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: "http://127.0.0.1:9/")!))
+            op.cancel()
+            // The transfer ended well just as the cancel came; the integrity check then fails.
+            op.conclude(response: nil, data: Data("short".utf8), error: nil, completion: { _ in
+                IntegrityError(reason: .lengthMismatch(expected: 10, actual: 5))
+            })
+            try await waitUntilFinished(op)
+            #expect((op.error as? URLError)?.code == .cancelled, "\(String(describing: op.error))")
+        }
+    }
+}
