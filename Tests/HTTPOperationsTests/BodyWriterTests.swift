@@ -47,12 +47,20 @@ final class GatedOutputStream: OutputStream {
     }
 }
 
-/// CPU time used by this process so far, in seconds.
-private func processCPUSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+/// CPU time the network thread has used so far, in seconds: read on that thread.
+func networkThreadCPUSeconds() async throws -> Double {
+    let reading = Mutex<Double>(-1)
+    let read = TestSignal("a reading on the network thread")
+    NetworkThread.shared.perform {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        reading.withLock { $0 = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 }
+        read.fire()
+    }
+    try await read.wait(timeout: .seconds(5))
+    return reading.withLock { $0 }
 }
+
 
 extension AllTests {
     /// Bodies bound for a file or a stream are written off the network thread, in bounded
@@ -73,13 +81,16 @@ extension AllTests {
             // The network thread is free: another transfer runs to its end meanwhile.
             let other = try await run(operation(.bytes(1000)), timeout: .seconds(10))
             #expect(other.error == nil)
-            // Give curl time to fill whatever room there is; then it must be waiting, and
-            // waiting must not spin (a paused transfer whose socket stayed watched would keep
-            // the network thread busy: ~100% of a core over this window).
-            let cpuBefore = processCPUSeconds()
+            // Waiting must not spin: a paused transfer whose socket stayed watched would keep
+            // the network thread busy, ~100% of a core. What is measured is the network
+            // thread's own CPU time (read on that thread) against the wall-clock window, so
+            // nothing else in the process counts and a spin cannot hide.
+            let (cpuBefore, wallBefore) = (try await networkThreadCPUSeconds(), ContinuousClock.now)
             try await Task.sleep(for: .milliseconds(500))
-            let cpuUsed = processCPUSeconds() - cpuBefore
-            #expect(cpuUsed < 0.25, "the process used \(cpuUsed) s of CPU in 0.5 s while the writer was stuck")
+            let (cpuAfter, wallAfter) = (try await networkThreadCPUSeconds(), ContinuousClock.now)
+            let window = (wallAfter - wallBefore) / .seconds(1)
+            let share = (cpuAfter - cpuBefore) / window
+            #expect(share < 0.1, "the network thread was busy \(Int(share * 100))% of \(window) s while the writer was stuck")
             let held = taken.withLock { $0 }
             #expect(held < Int64(size))
             let bound = Int64((BodyWriter.buffersAhead + 1) * BodyWriter.bufferSize)

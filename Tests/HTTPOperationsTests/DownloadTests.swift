@@ -13,14 +13,14 @@ extension AllTests {
             let op = operation(.bytes(size))
             op.outputStream = OutputStream(toFileAtPath: path, append: false)
             let peakGrowth = Mutex(0)
-            MemoryProbe.resetPeak()
-            let baseline = MemoryProbe.residentBytes
+            try MemoryProbe.resetPeak()
+            let baseline = try MemoryProbe.residentBytes()
             op.setDownloadProgressBlock { _, _, _ in
-                let growth = MemoryProbe.residentBytes - baseline
+                let growth = ((try? MemoryProbe.residentBytes()) ?? Int.max) - baseline
                 peakGrowth.withLock { $0 = max($0, growth) }
             }
             let outcome = try await run(op, timeout: .seconds(120))
-            let growth = max(MemoryProbe.peakBytes - baseline, peakGrowth.withLock { $0 })
+            let growth = max(try MemoryProbe.peakBytes() - baseline, peakGrowth.withLock { $0 })
             #expect(outcome.error == nil)
             #expect(op.responseData == nil)
             let attributes = try FileManager.default.attributesOfItem(atPath: path)

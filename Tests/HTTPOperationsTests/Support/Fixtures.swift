@@ -1,5 +1,5 @@
 import Foundation
-import HTTPOperations
+@testable import HTTPOperations
 import HTTPTestServer
 import Synchronization
 import Testing
@@ -27,28 +27,48 @@ enum Outcome: @unchecked Sendable {
     var urlErrorCode: URLError.Code? { (error as? URLError)?.code }
 }
 
-/// Collects the outcomes of operations and lets a test wait for them.
+/// Collects the outcomes of operations and lets a test wait for them. It counts every
+/// delivery, so a duplicate is seen rather than overwritten.
 final class OutcomeRecorder: Sendable {
-    private let outcomes = Mutex<[ObjectIdentifier: Outcome]>([:])
+    private let outcomes = Mutex<[ObjectIdentifier: [Outcome]]>([:])
     let done = TestSignal("operations to finish")
 
     /// Sets `operation`'s blocks to record into this recorder.
     func watch(_ operation: HTTPRequestOperation) {
         let id = ObjectIdentifier(operation)
         operation.setCompletionBlockWithSuccess({ _, object in
-            self.outcomes.withLock { $0[id] = .success(object) }
+            self.outcomes.withLock { $0[id, default: []].append(.success(object)) }
             self.done.fire()
         }, failure: { _, error in
-            self.outcomes.withLock { $0[id] = .failure(error) }
+            self.outcomes.withLock { $0[id, default: []].append(.failure(error)) }
             self.done.fire()
         })
     }
 
+    /// The first outcome `operation` reported.
     func outcome(of operation: HTTPRequestOperation) -> Outcome? {
-        outcomes.withLock { $0[ObjectIdentifier(operation)] }
+        outcomes.withLock { $0[ObjectIdentifier(operation)]?.first }
     }
 
-    var all: [Outcome] { outcomes.withLock { Array($0.values) } }
+    /// How many outcomes `operation` reported: exactly one is right.
+    func deliveries(of operation: HTTPRequestOperation) -> Int {
+        outcomes.withLock { $0[ObjectIdentifier(operation)]?.count ?? 0 }
+    }
+
+    /// The first outcome of every operation.
+    var all: [Outcome] { outcomes.withLock { $0.values.compactMap(\.first) } }
+
+    /// Waits until every operation is finished, then a beat longer, so that an outcome
+    /// delivered twice has had its chance to show before a test counts deliveries: the
+    /// network thread runs one more pass (anything it decided goes out before), and the
+    /// completion queue gets 100 ms for what was already dispatched.
+    func settle(_ operations: [Operation], timeout: Duration = .seconds(60)) async throws {
+        for operation in operations { try await waitUntilFinished(operation, timeout: timeout) }
+        let networkPass = TestSignal("a network-thread pass")
+        NetworkThread.shared.perform { networkPass.fire() }
+        try await networkPass.wait(timeout: .seconds(5))
+        try await Task.sleep(for: .milliseconds(100))
+    }
 }
 
 /// Runs `operation` on a fresh queue (or `start()` when `queue` is nil) and returns how it ended.
@@ -105,4 +125,33 @@ func temporaryFile() -> URL {
 func removeDownload(_ file: URL) {
     try? FileManager.default.removeItem(at: file)
     try? FileManager.default.removeItem(at: ResumeData.sidecarURL(for: file))
+}
+
+/// A random number generator that replays: SplitMix64 from a seed. Tests that use chance
+/// print their seed, and `HTTPOPERATIONS_SEED=<n>` replays a run.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    /// The seed this generator started from.
+    let seed: UInt64
+
+    /// A generator from `HTTPOPERATIONS_SEED`, or a fresh seed; prints which, with `test`.
+    init(for test: String) {
+        let seed = ProcessInfo.processInfo.environment["HTTPOPERATIONS_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 0...UInt64.max)
+        print("\(test): random seed \(seed) (replay with HTTPOPERATIONS_SEED=\(seed))")
+        self.init(seed: seed)
+    }
+
+    init(seed: UInt64) {
+        self.seed = seed
+        self.state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }
