@@ -1,5 +1,5 @@
 import Foundation
-import HTTPOperations
+@testable import HTTPOperations
 import HTTPTestServer
 import Synchronization
 import Testing
@@ -58,7 +58,7 @@ extension AllTests {
             for _ in 0..<count {
                 let op = ObservedOperation(request: URLRequest(url: testServer.url(.bytes(20))))
                 op.onDeinit = {
-                    if Thread.current.name == "HTTPOperations.network" { onNetworkThread.withLock { $0 += 1 } }
+                    if NetworkThread.shared.isCurrentThread { onNetworkThread.withLock { $0 += 1 } }
                     released.fire()
                 }
                 op.setCompletionBlockWithSuccess({ _, _ in }, failure: { _, _ in })

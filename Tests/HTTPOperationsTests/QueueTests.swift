@@ -1,5 +1,5 @@
 import Foundation
-import HTTPOperations
+@testable import HTTPOperations
 import HTTPTestServer
 import Synchronization
 import Testing
@@ -71,13 +71,13 @@ extension AllTests {
             op.completionGroup = group
             op.setDownloadProgressBlock { _, _, _ in
                 let where_ = DispatchQueue.getSpecific(key: key) ?? "elsewhere"
-                observations.withLock { $0.append("progress:\(where_):\(Thread.current.name ?? "")") }
+                observations.withLock { $0.append("progress:\(where_):\(NetworkThread.shared.isCurrentThread ? "network" : "off")") }
             }
             let outcome = try await run(op)
             #expect(outcome.error == nil)
             let lines = observations.withLock { $0 }
             #expect(!lines.isEmpty)
-            #expect(lines.allSatisfy { $0.hasPrefix("progress:mine:") && !$0.contains("HTTPOperations.network") })
+            #expect(lines.allSatisfy { $0 == "progress:mine:off" }, "\(lines)")
             // The group was entered while the callbacks ran and is left afterwards.
             #expect(group.wait(timeout: .now() + 10) == .success)
         }

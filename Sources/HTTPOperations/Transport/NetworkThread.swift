@@ -23,8 +23,10 @@ final class NetworkThread: @unchecked Sendable {
     /// The process-wide network thread, started on first use.
     static let shared = NetworkThread()
 
-    /// The thread's name, as seen in debuggers and `Thread.current.name`.
-    static let threadName = "HTTPOperations.network"
+    /// The thread's name, as seen in debuggers, `top -H`, perf and `Thread.current.name`.
+    /// Linux keeps 15 bytes of a thread's name; a longer one is refused, and the thread keeps
+    /// the name it inherited from whichever thread started it.
+    static let threadName = "httpop-network"
 
     private let runLoop: CFRunLoop
     private let inboxSource: CFRunLoopSource
@@ -34,25 +36,34 @@ final class NetworkThread: @unchecked Sendable {
     let multi: CurlMulti
     /// Batches the callbacks decided in one pass of the network thread. Network thread only.
     let callbacks: CallbackHandoff
+    /// The thread itself.
+    private let thread: pthread_t
+
+    /// Whether the caller runs on the network thread: exact, unlike a name.
+    var isCurrentThread: Bool { pthread_equal(pthread_self(), thread) != 0 }
 
     private init() {
         let inbox = Inbox()
         let started = StartupHandshake()
         let thread = Thread {
+            // Named from inside, through /proc (Glibc's pthread_setname_np is not visible to
+            // Swift): corelibs does not pass a name set before start() on to the kernel, so
+            // the thread would carry its creator's name ("...root.default-qos").
+            try? Self.threadName.write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .ascii)
             let runLoop = CFRunLoopGetCurrent()!
             let callbacks = CallbackHandoff()
             let source = inbox.makeSource()
             CFRunLoopAddSource(runLoop, source, kCFRunLoopDefaultMode)
             inbox.attach(runLoop: runLoop, source: source, callbacks: callbacks)
             let multi = CurlMulti(runLoop: runLoop, callbacks: callbacks)
-            started.publish(.init(runLoop: runLoop, source: source, multi: multi, callbacks: callbacks))
+            started.publish(.init(runLoop: runLoop, source: source, multi: multi, callbacks: callbacks,
+                                  thread: pthread_self()))
             // A run loop returns when it has no sources left; ours always has the inbox and the
             // epoll source, so this call never returns while the process lives.
             while true {
                 CFRunLoopRun()
             }
         }
-        thread.name = Self.threadName
         thread.stackSize = 1 << 20
         thread.start()
         let context = started.wait()
@@ -60,6 +71,7 @@ final class NetworkThread: @unchecked Sendable {
         self.inboxSource = context.source
         self.multi = context.multi
         self.callbacks = context.callbacks
+        self.thread = context.thread
         self.inbox = inbox
     }
 
@@ -144,6 +156,7 @@ private final class StartupHandshake: @unchecked Sendable {
         let source: CFRunLoopSource
         let multi: CurlMulti
         let callbacks: CallbackHandoff
+        let thread: pthread_t
     }
 
     // Written once by the network thread before `ready.signal()`, read after `ready.wait()`;
