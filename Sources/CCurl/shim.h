@@ -88,6 +88,7 @@ static const long ccurl_auth_basic = (long)CURLAUTH_BASIC;
 static const long ccurl_auth_digest = (long)CURLAUTH_DIGEST;
 static const curl_socket_t ccurl_socket_timeout = CURL_SOCKET_TIMEOUT;
 static const int ccurl_readfunc_abort = CURL_READFUNC_ABORT;
+static const size_t ccurl_readfunc_pause = CURL_READFUNC_PAUSE;
 static const size_t ccurl_writefunc_pause = CURL_WRITEFUNC_PAUSE;
 static const int ccurl_pause_cont = CURLPAUSE_CONT;
 static const int ccurl_seekfunc_ok = CURL_SEEKFUNC_OK;

@@ -52,6 +52,11 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// sidecar resume data after the bytes it describes. Made on first use: bodies in memory
     /// never need it.
     lazy var writerQueue = DispatchQueue(label: "HTTPOperations.writer")
+    /// Serial queue that reads a request body stream (see ``BodyReader``), for every transfer
+    /// of this operation in turn. Made on first use.
+    private lazy var readerQueue = DispatchQueue(label: "HTTPOperations.reader")
+    /// The body stream an earlier transfer sent, which a later one must rewind.
+    private var sentBodyStream: ObjectIdentifier?
     /// The first request's transfer, worked out in `init` on the thread that starts the
     /// operation, so the network thread does no Foundation parsing for it (redirects and
     /// authentication rounds are built there, rarely).
@@ -156,14 +161,23 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             let next = request
             operation.state.withLock { $0.currentRequest = next }
         }
-        if let stream = request.httpBodyStream, stream.streamStatus != .notOpen,
-           (stream as? RewindableBodyStream)?.rewind() != true {
-            // A plain stream cannot be read twice; a 307/308 that keeps the body needs a new one.
-            return fail(URLError(.requestBodyStreamExhausted, url: request.url,
-                                 description: "The request body stream was already sent once."))
+        var rewindsBody = false
+        if let stream = request.httpBodyStream {
+            // Known by identity: asking the stream its status would run user code here.
+            rewindsBody = sentBodyStream == ObjectIdentifier(stream)
+            if rewindsBody, !(stream is RewindableBodyStream) {
+                // A plain stream cannot be read twice; a 307/308 that keeps the body needs a new one.
+                return fail(URLError(.requestBodyStreamExhausted, url: request.url,
+                                     description: "The request body stream was already sent once."))
+            }
+            sentBodyStream = ObjectIdentifier(stream)
         }
         do {
             var transferRequest = try (prepared ?? Result { try self.transferRequest(for: request) }).get()
+            if case .stream = transferRequest.body {
+                transferRequest.bodyQueue = readerQueue
+                transferRequest.rewindsBody = rewindsBody
+            }
             addRangeHeaders(for: send, to: &transferRequest)
             machine.credentialSent(transferRequest.credential != nil)
             let transfer = CurlTransfer(request: transferRequest, delegate: self)
@@ -257,7 +271,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// The writer made room: let the transfer that waited for it go on, if it still runs.
     private func writerHasRoom() {
         guard machine.writerCaughtUp(), let transfer else { return }
-        NetworkThread.shared.multi.resumeReceiving(transfer)
+        NetworkThread.shared.multi.unpause(transfer)
     }
 
     func transfer(_ transfer: CurlTransfer, didSendBodyBytes count: Int) {
@@ -267,7 +281,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     func transfer(_ transfer: CurlTransfer, didCompleteWith error: CurlError?) {
         guard transfer === self.transfer else { return }
         self.transfer = nil
-        switch machine.transferCompleted(error: error.map { URLError($0, url: request.url) }) {
+        // A body that could not be read is the real failure; curl only saw its callback abort.
+        let failure = error.map { transfer.bodyReadFailure ?? URLError($0, url: request.url) }
+        switch machine.transferCompleted(error: failure) {
         case .ignored:
             break
         case .report(let outcome):

@@ -116,9 +116,10 @@ final class CurlMulti {
         recycleHandle(of: transfer)
     }
 
-    /// Lets curl deliver the body of `transfer` again after its delegate answered `.later`.
+    /// Lets curl go on with `transfer` after a callback paused it: its delegate answered
+    /// `.later` for a body chunk (the writer was full), or its body reader had nothing ready.
     /// curl may hand over the bytes it kept before this returns.
-    func resumeReceiving(_ transfer: CurlTransfer) {
+    func unpause(_ transfer: CurlTransfer) {
         precondition(!insideCurl, "curl forbids unpausing from inside its callbacks")
         guard let easy = transfer.easy, active[easy] === transfer else { return }
         insideCurl = true

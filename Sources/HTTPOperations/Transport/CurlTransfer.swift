@@ -12,7 +12,7 @@ protocol CurlTransferDelegate: AnyObject {
     func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead) -> Bool
     /// Body bytes arrived, already decoded from any content encoding. Return `.abort` to end
     /// the transfer (it completes with `CURLE_WRITE_ERROR`), or `.later` to leave them with
-    /// curl, which pauses the transfer until ``CurlMulti/resumeReceiving(_:)`` and then
+    /// curl, which pauses the transfer until ``CurlMulti/unpause(_:)`` and then
     /// offers the same bytes again.
     func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> BodyDisposition
     /// curl took `count` more bytes of the request body.
@@ -50,7 +50,8 @@ final class CurlTransfer {
     private var headParser = ResponseHeadParser()
     /// Read position in a `.data` body.
     private var bodyOffset = 0
-    private var bodyStreamOpened = false
+    /// Reads a `.stream` body off the network thread; made when the transfer starts.
+    private var bodyReader: BodyReader?
 
     init(request: TransferRequest, delegate: CurlTransferDelegate) {
         self.request = request
@@ -65,12 +66,12 @@ final class CurlTransfer {
         assert(easy == nil, "a transfer died holding its easy handle")
         curl_slist_free_all(headerList)
         errorBuffer.deallocate()
-        // A rewindable stream may be sent again by the next transfer (a 307/308 redirect), so
-        // it is not this transfer's to close; it closes its own resources at its end.
-        if bodyStreamOpened, case .stream(let stream, _) = request.body, !(stream is RewindableBodyStream) {
-            stream.close()
-        }
+        bodyReader?.stop()
     }
+
+    /// Why reading the request body failed, when it did: the transfer's real error (curl only
+    /// says the read callback aborted).
+    var bodyReadFailure: URLError? { bodyReader?.failure }
 
     /// Whether this is a plain transfer: a GET without a body, credentials or TLS settings of
     /// its own. Such a transfer sets the same options as every other plain one, differing
@@ -100,6 +101,7 @@ final class CurlTransfer {
     /// transfer's header list or body. Called by ``CurlMulti``.
     func detach() -> UnsafeMutableRawPointer? {
         defer { easy = nil }
+        bodyReader?.stop()
         return easy
     }
 
@@ -224,6 +226,21 @@ final class CurlTransfer {
                     .seekBody(to: offset, origin: origin)
             }
             ccurl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, userData)
+            if case .stream(let stream, _) = request.body {
+                bodyReader = makeBodyReader(for: stream)
+            }
+        }
+    }
+
+    /// A reader for `stream` whose news of data unpauses this transfer, if it still runs.
+    private func makeBodyReader(for stream: InputStream) -> BodyReader {
+        let transfer = WeakTransfer(self)
+        return BodyReader(stream: stream, queue: request.bodyQueue ?? DispatchQueue(label: "HTTPOperations.reader"),
+                          rewindFirst: request.rewindsBody) {
+            NetworkThread.shared.perform {
+                guard let transfer = transfer.value, transfer.easy != nil else { return }
+                NetworkThread.shared.multi.unpause(transfer)
+            }
         }
     }
 
@@ -279,14 +296,14 @@ final class CurlTransfer {
                 data.copyBytes(to: buffer.bindMemory(to: UInt8.self), from: start..<(start + count))
                 bodyOffset += count
             }
-        case .stream(let stream, _):
-            if !bodyStreamOpened {
-                stream.open()
-                bodyStreamOpened = true
+        case .stream:
+            guard let bodyReader else { return Int(ccurl_readfunc_abort) }
+            switch bodyReader.read(into: buffer) {
+            case .bytes(let read): count = read
+            case .end: count = 0
+            case .wait: return Int(ccurl_readfunc_pause)
+            case .failed: return Int(ccurl_readfunc_abort)
             }
-            let read = stream.read(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), maxLength: buffer.count)
-            guard read >= 0 else { return Int(ccurl_readfunc_abort) }
-            count = read
         }
         if count > 0 {
             delegate?.transfer(self, didSendBodyBytes: count)
@@ -296,17 +313,28 @@ final class CurlTransfer {
 
     /// curl rewinds the body when it must send it again (an authentication round, a retried
     /// connection). In-memory bodies seek anywhere; a ``RewindableBodyStream`` goes back to
-    /// its start; other streams cannot.
+    /// its start (on the reader's queue); other streams cannot.
     private func seekBody(to offset: curl_off_t, origin: Int32) -> Int32 {
         guard origin == SEEK_SET, offset >= 0 else { return ccurl_seekfunc_cantseek }
         switch request.body {
         case .data(let data) where offset <= data.count:
             bodyOffset = Int(offset)
             return ccurl_seekfunc_ok
-        case .stream(let stream, _) where offset == 0:
-            return (stream as? RewindableBodyStream)?.rewind() == true ? ccurl_seekfunc_ok : ccurl_seekfunc_cantseek
+        case .stream where offset == 0:
+            // The reader rewinds a RewindableBodyStream on its queue, before its next read.
+            return bodyReader?.rewind() == true ? ccurl_seekfunc_ok : ccurl_seekfunc_cantseek
         default:
             return ccurl_seekfunc_cantseek
         }
+    }
+}
+
+/// A weak reference to a transfer that a body reader's callback can carry to the network
+/// thread: it is read there only, where transfers live.
+private final class WeakTransfer: @unchecked Sendable {
+    weak var value: CurlTransfer?
+
+    init(_ value: CurlTransfer) {
+        self.value = value
     }
 }

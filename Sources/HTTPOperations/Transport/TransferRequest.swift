@@ -24,6 +24,11 @@ struct TransferRequest: @unchecked Sendable {
     var credential: (user: String, password: String)?
     /// What TLS certificates to trust.
     var securityPolicy = SecurityPolicy.default
+    /// The serial queue a `.stream` body is read on (see ``BodyReader``); one per operation,
+    /// so the reads of its transfers never overlap. nil: a queue of the transfer's own.
+    var bodyQueue: DispatchQueue?
+    /// The `.stream` body was sent by an earlier transfer: rewind it before reading.
+    var rewindsBody = false
 
     /// Builds the transfer for `request`.
     ///

@@ -1,0 +1,217 @@
+import Foundation
+import Synchronization
+
+/// Reads a request body stream on a serial queue, so the network thread never runs a caller's
+/// `InputStream` (user code) or waits for a disk (a multipart file part is a `read(2)`).
+///
+/// The queue reads up to ``buffersAhead`` chunks of ``chunkSize`` bytes ahead. curl's read
+/// callback, on the network thread, only copies from chunks that are ready; when none is, it
+/// answers `CURL_READFUNC_PAUSE`, and the queue calls `dataAvailable` once there is a chunk
+/// (or the end, or a failure), so the transfer can be unpaused. A stream that blocks holds up
+/// only its own transfer. Memory per upload stays under (``buffersAhead`` + 1) chunks.
+///
+/// Rewinding (curl sends a body again for an authentication round; a 307 or 308 sends it to
+/// the next URL) drops what was read ahead and rewinds a ``RewindableBodyStream`` on the
+/// queue, before the next read. A plain stream cannot rewind: the read fails with
+/// `URLError(.requestBodyStreamExhausted)`.
+///
+/// One queue serves every transfer of an operation (see ``TransferRequest/bodyQueue``), so a
+/// new transfer's reads come after an old one's, on the same stream.
+///
+/// Thread-safety: the chunk being copied is the network thread's alone. The ready chunks,
+/// the end and the failure, and whether the network thread waits for data live in one
+/// struct behind one `Mutex`. The stream is used only on the queue.
+final class BodyReader: @unchecked Sendable {
+    /// Bytes per read from the stream.
+    static let chunkSize = 64 << 10
+    /// Chunks read ahead of curl.
+    static let buffersAhead = 4
+
+    /// What a read from curl gets.
+    enum ReadResult: Equatable {
+        /// This many bytes were copied.
+        case bytes(Int)
+        /// The body is complete.
+        case end
+        /// Nothing is ready yet: pause, `dataAvailable` follows.
+        case wait
+        /// The stream failed, or could not rewind.
+        case failed
+    }
+
+    private struct Shared {
+        var ready: [Data] = []
+        var atEnd = false
+        var failure: URLError?
+        /// The network thread was told to wait and must hear when there is data.
+        var waiting = false
+        /// A fill job is queued or running.
+        var filling = false
+        /// Bumped by every rewind and by `stop()`: a fill of an older generation keeps nothing.
+        var generation = 0
+    }
+
+    private let shared = Mutex(Shared())
+    private let stream: Handover<InputStream>
+    private let queue: DispatchQueue
+    private let dataAvailable: @Sendable () -> Void
+    /// The chunk being copied into curl's buffers, network thread only.
+    private var current = Data()
+    private var currentOffset = 0
+
+    /// - Parameters:
+    ///   - stream: The body; opened on `queue` if not open.
+    ///   - queue: A serial queue, shared by the transfers of one operation.
+    ///   - rewindFirst: The stream was sent before (a redirect): rewind it before reading.
+    ///   - dataAvailable: Called on `queue` when data, the end or a failure arrives after a
+    ///     read answered ``ReadResult/wait``.
+    init(stream: InputStream, queue: DispatchQueue, rewindFirst: Bool, dataAvailable: @escaping @Sendable () -> Void) {
+        self.stream = Handover(stream)
+        self.queue = queue
+        self.dataAvailable = dataAvailable
+        let generation = shared.withLock { shared in
+            shared.filling = true
+            return shared.generation
+        }
+        queue.async { [self] in
+            let stream = self.stream.value
+            if rewindFirst, !self.rewindStream() { return }
+            if stream.streamStatus == .notOpen { stream.open() }
+            self.fill(generation: generation)
+        }
+    }
+
+    // MARK: - Network thread
+
+    /// Copies what is ready into `buffer`.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+        if currentOffset == current.count {
+            let next = shared.withLock { shared -> ReadResult? in
+                if !shared.ready.isEmpty {
+                    current = shared.ready.removeFirst()
+                    currentOffset = 0
+                    scheduleFill(&shared)
+                    return nil
+                }
+                if let _ = shared.failure { return .failed }
+                if shared.atEnd { return .end }
+                shared.waiting = true
+                scheduleFill(&shared)
+                return .wait
+            }
+            if let next { return next }
+        }
+        let count = min(buffer.count, current.count - currentOffset)
+        current.withUnsafeBytes { source in
+            buffer.baseAddress!.copyMemory(from: source.baseAddress! + currentOffset, byteCount: count)
+        }
+        currentOffset += count
+        return .bytes(count)
+    }
+
+    /// The failure that ended the body, if any.
+    var failure: URLError? { shared.withLock { $0.failure } }
+
+    /// Starts again from the first byte (curl's seek to 0). Returns false for a stream that
+    /// cannot rewind.
+    func rewind() -> Bool {
+        guard stream.value is RewindableBodyStream else { return false }
+        current = Data()
+        currentOffset = 0
+        let generation = shared.withLock { shared -> Int in
+            shared.generation += 1
+            shared.ready.removeAll()
+            shared.atEnd = false
+            shared.failure = nil
+            shared.filling = true
+            return shared.generation
+        }
+        queue.async { [self] in
+            guard self.rewindStream() else { return }
+            self.fill(generation: generation)
+        }
+        return true
+    }
+
+    /// Stops reading ahead: the transfer is over. Closes a stream that cannot be sent again.
+    func stop() {
+        shared.withLock { shared in
+            shared.generation += 1
+            shared.ready.removeAll()
+        }
+        queue.async { [stream] in
+            // A rewindable stream may be sent again by the next transfer (a 307/308 redirect):
+            // it is not this transfer's to close; it closes its own resources at its end.
+            if !(stream.value is RewindableBodyStream) { stream.value.close() }
+        }
+    }
+
+    /// Queues a fill when there is room ahead and none is queued. Under the lock.
+    private func scheduleFill(_ shared: inout Shared) {
+        guard !shared.filling, !shared.atEnd, shared.failure == nil, shared.ready.count < Self.buffersAhead else { return }
+        shared.filling = true
+        let generation = shared.generation
+        queue.async { [self] in self.fill(generation: generation) }
+    }
+
+    // MARK: - On the queue
+
+    /// Reads chunks until enough are ahead, the end, a failure, or a newer generation.
+    private func fill(generation: Int) {
+        let stream = self.stream.value
+        while true {
+            let room = shared.withLock { shared -> Bool in
+                guard shared.generation == generation else { return false }
+                guard shared.ready.count < Self.buffersAhead, !shared.atEnd, shared.failure == nil else {
+                    shared.filling = false
+                    return false
+                }
+                return true
+            }
+            guard room else { return }
+            var chunk = Data(count: Self.chunkSize)
+            let count = chunk.withUnsafeMutableBytes { buffer in
+                stream.read(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), maxLength: buffer.count)
+            }
+            let failure: URLError? = count < 0
+                ? URLError(.requestBodyStreamExhausted, url: nil,
+                           description: "Reading the request body failed: \(Self.reason(stream))")
+                : nil
+            if count > 0 { chunk.count = count }
+            let notify = shared.withLock { shared -> Bool in
+                guard shared.generation == generation else { return false }
+                if let failure {
+                    shared.failure = failure
+                } else if count == 0 {
+                    shared.atEnd = true
+                } else {
+                    shared.ready.append(chunk)
+                }
+                defer { shared.waiting = false }
+                return shared.waiting
+            }
+            if notify { dataAvailable() }
+        }
+    }
+
+    /// Rewinds the stream; on failure records it (and tells a waiting transfer).
+    private func rewindStream() -> Bool {
+        if (stream.value as? RewindableBodyStream)?.rewind() == true { return true }
+        let notify = shared.withLock { shared -> Bool in
+            shared.failure = URLError(.requestBodyStreamExhausted, url: nil,
+                                      description: "The request body stream cannot be sent again.")
+            shared.filling = false
+            defer { shared.waiting = false }
+            return shared.waiting
+        }
+        if notify { dataAvailable() }
+        return false
+    }
+
+    /// Why `stream` failed, asked only in the error state (corelibs traps reading
+    /// `streamError` of a stream that has none).
+    private static func reason(_ stream: InputStream) -> String {
+        guard stream.streamStatus == .error, let error = stream.streamError else { return "the stream returned an error" }
+        return "\(error)"
+    }
+}
