@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "HTTPOperations",
-    platforms: [.macOS(.v13)],
     products: [
         .library(name: "HTTPOperations", targets: ["HTTPOperations"]),
         .library(name: "HTTPTestServer", targets: ["HTTPTestServer"]),

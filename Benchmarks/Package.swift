@@ -5,7 +5,6 @@ import PackageDescription
 // it with. Build and run with `Benchmarks/run` (see ../Docs/Performance.md).
 let package = Package(
     name: "HTTPOperationsBenchmarks",
-    platforms: [.macOS(.v13)],
     dependencies: [
         .package(name: "HTTPOperations", path: ".."),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

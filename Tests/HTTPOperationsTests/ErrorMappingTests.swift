@@ -1,5 +1,6 @@
 import Foundation
 @testable import HTTPOperations
+import HTTPTestServer
 import Testing
 
 extension AllTests {
@@ -45,5 +46,18 @@ extension AllTests {
             try await waitUntilFinished(op)
             #expect((op.error as? URLError)?.code == .cancelled, "\(String(describing: op.error))")
         }
+    }
+}
+
+extension AllTests.ErrorMapping {
+    /// There is no cache: a request that may only be answered from one fails, sending nothing.
+    @Test func aCacheOnlyRequestFailsWithoutSending() async throws {
+        var options = ResumableOptions()
+        options.etag = .strong
+        var request = URLRequest(url: testServer.url(.resumable(size: 10, options: options)))
+        request.cachePolicy = .returnCacheDataDontLoad
+        let outcome = try await run(HTTPRequestOperation(request: request))
+        #expect(outcome.urlErrorCode == .resourceUnavailable)
+        #expect(testServer.requestCount(forResumableKey: options.key) == 0)
     }
 }

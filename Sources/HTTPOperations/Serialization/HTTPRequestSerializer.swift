@@ -96,19 +96,24 @@ open class HTTPRequestSerializer: URLRequestSerialization, @unchecked Sendable {
         set { settings.withLock { $0.timeoutInterval = newValue } }
     }
 
-    /// Copied to requests when set.
+    /// Copied to requests when set. HTTPOperations keeps no response cache: every policy
+    /// loads from the network, except `.returnCacheDataDontLoad`, which forbids it, so such
+    /// a request fails with `URLError(.resourceUnavailable)` without sending anything.
     public var cachePolicy: URLRequest.CachePolicy? {
         get { settings.withLock { $0.cachePolicy } }
         set { settings.withLock { $0.cachePolicy = newValue } }
     }
 
-    /// Copied to requests when set.
+    /// Copied to requests when set, and **ignored**: HTTPOperations keeps no cookie store.
+    /// `Set-Cookie` in responses is not stored, and no cookie is sent that the request's own
+    /// `Cookie` header does not carry.
     public var httpShouldHandleCookies: Bool? {
         get { settings.withLock { $0.httpShouldHandleCookies } }
         set { settings.withLock { $0.httpShouldHandleCookies = newValue } }
     }
 
-    /// Copied to requests when set.
+    /// Copied to requests when set, and **ignored**: Linux servers have no cellular interface
+    /// that this library could tell apart.
     public var allowsCellularAccess: Bool? {
         get { settings.withLock { $0.allowsCellularAccess } }
         set { settings.withLock { $0.allowsCellularAccess = newValue } }

@@ -33,7 +33,8 @@ struct TransferRequest: @unchecked Sendable {
     /// Builds the transfer for `request`.
     ///
     /// - Throws: `URLError(.badURL)` when the request has no URL, or an http(s) URL without a
-    ///   host; `URLError(.unsupportedURL)` when it has no scheme.
+    ///   host; `URLError(.unsupportedURL)` when it has no scheme; `URLError(.resourceUnavailable)`
+    ///   for `.returnCacheDataDontLoad` (there is no cache).
     init(_ request: URLRequest, credential: URLCredential?) throws {
         guard let url = request.url else {
             throw URLError(.badURL, url: nil, description: "The request has no URL.")
@@ -43,6 +44,11 @@ struct TransferRequest: @unchecked Sendable {
         }
         if scheme == "http" || scheme == "https", (url.host ?? "").isEmpty {
             throw URLError(.badURL, url: url, description: "The URL \(url.absoluteString) has no host.")
+        }
+        if request.cachePolicy == .returnCacheDataDontLoad {
+            // There is no cache to answer from, and the policy forbids the network.
+            throw URLError(.resourceUnavailable, url: url,
+                           description: "HTTPOperations keeps no response cache; .returnCacheDataDontLoad cannot be answered.")
         }
         self.url = url
         self.method = (request.httpMethod ?? "GET").uppercased()
