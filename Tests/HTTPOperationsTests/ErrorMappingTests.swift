@@ -13,10 +13,8 @@ extension AllTests {
                 let _: User = try DecodableResponseSerializer<User>.typed("a string", response: nil, data: Data("x".utf8))
                 Issue.record("a String is not a User")
             } catch let error as ResponseSerializationError {
-                guard case .decodingFailed(let detail) = error.reason else {
-                    Issue.record("reported as \(error.reason)")
-                    return
-                }
+                #expect(error.code == .decodingFailed, "reported as \(error.code)")
+                let detail = error.reason.detail ?? ""
                 #expect(detail.contains("User") && detail.contains("String"), "\(detail)")
             }
             #expect(throws: ResponseSerializationError.self) {
@@ -59,5 +57,24 @@ extension AllTests.ErrorMapping {
         let outcome = try await run(HTTPRequestOperation(request: request))
         #expect(outcome.urlErrorCode == .resourceUnavailable)
         #expect(testServer.requestCount(forResumableKey: options.key) == 0)
+    }
+}
+
+extension AllTests.ErrorMapping {
+    /// Every error's kind is a `code` compared with static members, so adding a kind breaks
+    /// no caller; reasons compare with their values.
+    @Test func errorsHaveCodesThatIgnoreValuesAndReasonsThatKeepThem() {
+        let resume = ResumeError(.rangeStartMismatch(expected: 1, received: 2))
+        #expect(resume.code == .rangeStartMismatch)
+        #expect(resume.reason == .rangeStartMismatch(expected: 1, received: 2))
+        #expect(resume.reason != .rangeStartMismatch(expected: 1, received: 3))
+        #expect("\(resume)".contains("from 2, but 1 bytes are held"))
+        #expect(IntegrityError(reason: .lengthMismatch(expected: 2, actual: 1)).code == .lengthMismatch)
+        #expect(RequestSerializationError(.invalidURL("::")).code == .invalidURL)
+        let serialization = ResponseSerializationError(.invalidJSON(detail: "at 3"), response: nil, data: nil)
+        #expect(serialization.code == .invalidJSON)
+        #expect(serialization.reason.detail == "at 3")
+        #expect(TransferError(.bodyTooLarge, url: nil, detail: "x").code == .bodyTooLarge)
+        #expect(ResumeError.Code.rangeStartMismatch.description == "rangeStartMismatch")
     }
 }

@@ -52,7 +52,7 @@ extension AllTests {
                 _ = try JSONResponseSerializer().responseObject(for: httpResponse(), data: Data("{nope".utf8))
                 Issue.record("expected an error")
             } catch let error as ResponseSerializationError {
-                guard case .invalidJSON = error.reason else { Issue.record("wrong reason \(error.reason)"); return }
+                #expect(error.code == .invalidJSON, "wrong reason \(error.code)")
                 #expect(error.data == Data("{nope".utf8))
             } catch {
                 Issue.record("unexpected \(error)")
@@ -143,8 +143,8 @@ extension AllTests {
                 _ = try strict.responseObject(for: httpResponse(contentType: "text/plain"), data: Data("x".utf8))
                 Issue.record("expected an error")
             } catch let error as ResponseSerializationError {
-                guard case .noSerializerAccepted(let errors) = error.reason else { Issue.record("wrong reason"); return }
-                #expect(errors.count == 2)
+                #expect(error.code == .noSerializerAccepted)
+                #expect(error.reason.underlyingErrors.count == 2)
             }
         }
 

@@ -1,29 +1,6 @@
 import Crypto
 import Foundation
 
-/// A download that arrived whole but is not what was expected.
-public struct IntegrityError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What did not match.
-    public enum Reason: Sendable, Equatable {
-        /// The body's length.
-        case lengthMismatch(expected: Int64, actual: Int64)
-        /// The body's SHA-256, as lowercase hex.
-        case checksumMismatch(expected: String, actual: String)
-    }
-
-    /// What did not match.
-    public let reason: Reason
-
-    public var description: String {
-        switch reason {
-        case .lengthMismatch(let expected, let actual):
-            "The download is \(actual) bytes long, not the expected \(expected); it is not complete."
-        case .checksumMismatch(let expected, let actual):
-            "The download's SHA-256 is \(actual), not the expected \(expected); it is not complete."
-        }
-    }
-}
-
 /// Checks a finished download against an expected length and SHA-256. Runs on the completion
 /// queue: it may read a whole file.
 struct IntegrityCheck: Sendable {

@@ -56,56 +56,6 @@ public enum ResumeValidator: Codable, Sendable, Equatable {
     }
 }
 
-/// Why a resumed download was refused rather than spliced.
-public struct ResumeError: Error, Sendable, CustomStringConvertible {
-    /// What was wrong with the server's answer.
-    public enum Reason: Sendable, Equatable {
-        /// A 206 whose range starts elsewhere than the bytes already held.
-        case rangeStartMismatch(expected: Int64, received: Int64)
-        /// A 206 without a `Content-Range`, or one that does not parse.
-        case malformedContentRange(String?)
-        /// The complete length differs from the one known before.
-        case lengthChanged(expected: Int64, received: Int64)
-        /// A 416 whose complete length is not the number of bytes held.
-        case unsatisfiableRange(held: Int64, length: Int64?)
-        /// The server restarted the body (200) and the output stream cannot be rewound.
-        case cannotRestartOutputStream
-        /// A 206 for another version of the resource than the one whose bytes are held.
-        case validatorChanged(expected: String, received: String)
-    }
-
-    /// What was wrong.
-    public let reason: Reason
-    /// The response that was refused, when there was one.
-    public let response: HTTPURLResponse?
-
-    /// Creates an error for `reason`.
-    public init(_ reason: Reason, response: HTTPURLResponse? = nil) {
-        self.reason = reason
-        self.response = response
-    }
-
-    /// A sentence saying what was refused and why.
-    public var description: String {
-        let what: String
-        switch reason {
-        case .rangeStartMismatch(let expected, let received):
-            what = "the server sent bytes from \(received), but \(expected) bytes are held"
-        case .malformedContentRange(let value):
-            what = "the 206 response has \(value.map { "an unreadable Content-Range '\($0)'" } ?? "no Content-Range")"
-        case .lengthChanged(let expected, let received):
-            what = "the resource is now \(received) bytes long, not \(expected)"
-        case .unsatisfiableRange(let held, let length):
-            what = "the server refused the range (416) for \(length.map(String.init) ?? "an unknown number of") bytes while \(held) are held"
-        case .cannotRestartOutputStream:
-            what = "the server sent the whole resource again and the output stream cannot be rewound"
-        case .validatorChanged(let expected, let received):
-            what = "the server sent part of version \(received), but the bytes held are of version \(expected)"
-        }
-        return "Resume refused: \(what). Nothing was appended; the bytes already held are intact."
-    }
-}
-
 /// A `Content-Range: bytes first-last/complete` value (RFC 9110 §14.4).
 struct ContentRange: Equatable {
     var first: Int64

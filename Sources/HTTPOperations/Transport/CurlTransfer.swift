@@ -170,7 +170,7 @@ final class CurlTransfer {
         configureMethodAndBody(userData: me)
         configureHeaders()
 
-        if case .stream(let stream, _) = request.body, let rate = (stream as? RewindableBodyStream)?.maximumSendRate {
+        if let rate = request.maximumSendRate {
             ccurl_easy_setopt_off(easy, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate))
         }
 

@@ -29,6 +29,9 @@ struct TransferRequest: @unchecked Sendable {
     var bodyQueue: DispatchQueue?
     /// The `.stream` body was sent by an earlier transfer: rewind it before reading.
     var rewindsBody = false
+    /// The highest send rate a ``RewindableBodyStream`` body asks for; read here, off the
+    /// network thread (a conformance may be user code).
+    var maximumSendRate: Int64?
 
     /// Builds the transfer for `request`.
     ///
@@ -56,6 +59,7 @@ struct TransferRequest: @unchecked Sendable {
         if let stream = request.httpBodyStream {
             let declared = request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
             self.body = .stream(stream, length: declared)
+            self.maximumSendRate = (stream as? RewindableBodyStream)?.maximumSendRate
         } else if let data = request.httpBody {
             self.body = .data(data)
         } else {

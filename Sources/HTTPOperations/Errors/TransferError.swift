@@ -1,0 +1,44 @@
+import Foundation
+
+/// A transfer the library stopped, or would not start, to protect the caller: a body larger
+/// than allowed, a request that must not be sent twice.
+///
+/// Compare ``code`` with the static members of ``ErrorCode`` (`error.code == .bodyTooLarge`).
+/// Failures of the network itself stay `URLError`s (see Docs/Architecture.md, "Errors").
+public struct TransferError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kinds of ``TransferError``.
+    public typealias Code = ErrorCode<TransferError>
+
+    /// What went wrong.
+    public let code: Code
+    /// The URL of the request.
+    public let url: URL?
+    /// A sentence for logs and people.
+    public let detail: String
+
+    /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - code: What went wrong.
+    ///   - url: The URL of the request.
+    ///   - detail: A sentence for logs and people.
+    public init(_ code: Code, url: URL?, detail: String) {
+        self.code = code
+        self.url = url
+        self.detail = detail
+    }
+
+    /// The detail, with the URL.
+    public var description: String {
+        url.map { "\(detail) (\($0.absoluteString))" } ?? detail
+    }
+}
+
+extension ErrorCode where Domain == TransferError {
+    /// The response body is larger than ``URLConnectionOperation/maximumBodySize``; the
+    /// transfer was stopped before more of it was held.
+    public static var bodyTooLarge: Self { Self("bodyTooLarge") }
+    /// Resuming would send a request whose method is not idempotent (POST, PATCH) a second
+    /// time; nothing was sent again.
+    public static var requestNotResendable: Self { Self("requestNotResendable") }
+}
