@@ -32,6 +32,21 @@ extension AllTests {
             }
         }
 
+        /// Runs `operation`, pauses it once its progress passes `threshold`, and once the pause
+        /// took effect lets it go on with `goOn` (`resume()` unless told otherwise).
+        private func runPausedOnce(_ operation: HTTPRequestOperation, after threshold: Int64,
+                                   goOn: (HTTPRequestOperation) -> Void = { $0.resume() }) async throws -> Outcome {
+            let paused = TestSignal("pause")
+            pauseOnce(operation, after: threshold, paused: paused)
+            let recorder = OutcomeRecorder()
+            recorder.watch(operation)
+            OperationQueue().addOperation(operation)
+            try await paused.wait()
+            goOn(operation)
+            try await recorder.done.wait()
+            return try #require(recorder.outcome(of: operation))
+        }
+
         // MARK: - A credential and a resumed download
 
         /// curl sends a credential after the server's 401 (it probes which scheme to use), so
@@ -50,16 +65,8 @@ extension AllTests {
             let op = HTTPRequestOperation(request: URLRequest(url: url))
             op.credential = Self.credential
             if toFile { op.destinationURL = file }
-            let paused = TestSignal("pause")
-            pauseOnce(op, after: 500_000, paused: paused)
-            let recorder = OutcomeRecorder()
-            recorder.watch(op)
-            OperationQueue().addOperation(op)
-            try await paused.wait()
-            op.resume()
-            try await recorder.done.wait()
 
-            #expect(recorder.outcome(of: op)?.error == nil)
+            #expect(try await runPausedOnce(op, after: 500_000).error == nil)
             let body = toFile ? try Data(contentsOf: file) : try #require(op.responseData)
             #expect(body.count == size)
             #expect(sha256(body) == expectedSHA256(size: size))
@@ -143,16 +150,8 @@ extension AllTests {
             request.httpMethod = "POST"
             request.httpBody = Data("order=1".utf8)
             let op = HTTPRequestOperation(request: request)
-            let paused = TestSignal("pause")
-            pauseOnce(op, after: 100_000, paused: paused)
-            let recorder = OutcomeRecorder()
-            recorder.watch(op)
-            OperationQueue().addOperation(op)
-            try await paused.wait()
-            op.resume()
-            try await recorder.done.wait()
 
-            let error = try #require(recorder.outcome(of: op)?.error)
+            let error = try #require(try await runPausedOnce(op, after: 100_000).error)
             #expect((error as? TransferError)?.code == .requestNotResendable, "\(error)")
             #expect(testServer.requestCount(forResumableKey: options.key) == 1)
         }
@@ -168,17 +167,12 @@ extension AllTests {
             defer { removeDownload(file) }
             let op = HTTPRequestOperation(request: URLRequest(url: testServer.url(.resumable(size: size, options: options))))
             op.destinationURL = file
-            let paused = TestSignal("pause")
-            pauseOnce(op, after: 500_000, paused: paused)
-            let recorder = OutcomeRecorder()
-            recorder.watch(op)
-            OperationQueue().addOperation(op)
-            try await paused.wait()
-            op.start()
-            #expect(!op.isPaused)
-            try await recorder.done.wait()
 
-            #expect(recorder.outcome(of: op)?.error == nil)
+            let outcome = try await runPausedOnce(op, after: 500_000) { op in
+                op.start()
+                #expect(!op.isPaused)
+            }
+            #expect(outcome.error == nil)
             #expect(sha256(try Data(contentsOf: file)) == expectedSHA256(size: size))
             #expect(op.downloadMetrics.resumes == 1)
             #expect((op.downloadMetrics.firstResumeOffset ?? 0) > 500_000)
