@@ -17,16 +17,6 @@ extension AllTests {
             #expect(BodyBufferPool.size(for: (16 << 20) + 1) == (16 << 20) + 1)
         }
 
-        /// A server that announces a huge length and sends a few bytes costs no more than the
-        /// largest pooled buffer up front (it used to reserve up to 1 GiB).
-        @Test func anAnnouncedLengthReservesAtMostTheLargestPooledBuffer() {
-            let body = MemoryBody(pool: BodyBufferPool())
-            body.reserve(900_000_000)
-            #expect(body.capacity <= BodyBufferPool.maximumSize, "\(body.capacity) bytes reserved")
-            Self.pattern(10).withUnsafeBytes { body.append($0) }
-            #expect(body.take() == Data(Self.pattern(10)))
-        }
-
         @Test func aSmallBodyStaysInData() {
             let pool = BodyBufferPool()
             let body = MemoryBody(pool: pool)

@@ -83,7 +83,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.uploadProgress = configuration.uploadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
         self.downloadProgress = configuration.downloadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
         let outputStream = configuration.outputStream.value
-        let method = (configuration.currentRequest.httpMethod ?? "GET").uppercased()
+        let first = Result {
+            try Self.transferRequest(for: configuration.currentRequest, credential: configuration.credential,
+                                     credentialOrigin: configuration.currentRequest.url,
+                                     securityPolicy: configuration.securityPolicy)
+        }
+        // The first transfer holds the method upper-cased already.
+        let method = (try? first.get())?.method ?? (configuration.currentRequest.httpMethod ?? "GET").uppercased()
         self.machine = TransferStateMachine(
             configuration: .init(maximumRedirects: configuration.maximumRedirects,
                                  answersChallenges: configuration.challengeBlock != nil,
@@ -93,7 +99,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                      ? configuration.download.maximumBodySize : nil,
                                  canRestart: configuration.download.destination != nil || outputStream == nil),
             validator: configuration.download.validator, knownLength: configuration.download.knownLength)
-        self.firstTransfer = Result { try transferRequest(for: configuration.currentRequest) }
+        self.firstTransfer = first
         openSink(stream: outputStream)
     }
 
@@ -190,6 +196,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     /// What curl needs to send `request`.
     private func transferRequest(for request: URLRequest) throws -> TransferRequest {
+        try Self.transferRequest(for: request, credential: credential, credentialOrigin: credentialOrigin,
+                                 securityPolicy: securityPolicy)
+    }
+
+    /// What curl needs to send `request`, with `credential` only where it belongs.
+    private static func transferRequest(for request: URLRequest, credential: URLCredential?, credentialOrigin: URL?,
+                                        securityPolicy: SecurityPolicy) throws -> TransferRequest {
         // The credential belongs to the origin it was given for, not to wherever a redirect
         // leads. (Foundation's URL parses its host on each call: asked only when there is a
         // credential to give.)
@@ -234,7 +247,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                 downloadProgress?.reset(total: 0, expected: -1)
             }
             if machine.attempt.rangeFrom == nil {
-                sink?.reserve(machine.expectedLength)
+                sink?.reserve(machine.expectedLength, limit: machine.configuration.maximumBodySize ?? 1 << 30)
             }
             if newIdentity {
                 // Saved now, so that a process killed mid-body can still resume with the validator.

@@ -44,10 +44,9 @@ final class MemoryBody {
     }
 
     /// Makes room for `additional` more bytes, so that a body of announced length is written
-    /// into one buffer without growing — up to ``BodyBufferPool/maximumSize``: an announced
-    /// length is the server's word, and a larger body grows (by doubling) as it arrives.
+    /// into one buffer without growing. Pages never written are never resident.
     func reserve(_ additional: Int) {
-        ensureCapacity(min(count + additional, max(count, BodyBufferPool.maximumSize)))
+        ensureCapacity(count + additional)
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) {

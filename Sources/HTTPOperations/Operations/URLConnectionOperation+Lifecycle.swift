@@ -8,8 +8,10 @@ extension URLConnectionOperation {
 
     /// The body of `start()`.
     func startTransfer() {
-        if isPaused { return resume() }
-        guard transition(from: .ready, to: .executing) else { return }
+        guard transition(from: .ready, to: .executing) else {
+            if isPaused { resume() }
+            return
+        }
         do {
             if let prepared = try prepareRequest() {
                 state.withLock { $0.currentRequest = prepared }
@@ -21,19 +23,20 @@ extension URLConnectionOperation {
         }
         // After prepareRequest(), so observers see the request that is sent.
         NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
-        if state.withLock({ $0.cancelRequested }) {
+        let configuration = state.withLock { $0 }
+        if configuration.cancelRequested {
             // Cancelled before it started: nothing is opened or sent.
             conclude(response: nil, data: nil, error: cancellationError())
             return
         }
         // Built outside the lock: it works out the first transfer and opens the body's file.
-        let connection = Connection(operation: self, configuration: state.withLock { $0 })
+        let connection = Connection(operation: self, configuration: configuration)
         let (paused, cancelled, pauseCompletions) = state.withLock { state in
             state.connection = connection
             defer { state.pendingPauseCompletions.removeAll() }
             return (state.phase == .paused, state.cancelRequested, state.pendingPauseCompletions)
         }
-        state.withLock { $0.logger }.debug("operation started", metadata: ["url": "\(request.url?.absoluteString ?? "")"])
+        configuration.logger.debug("operation started", metadata: ["url": "\(request.url?.absoluteString ?? "")"])
         NetworkThread.shared.perform {
             // A pause or cancel that came while the connection was being made is not lost:
             // the network thread runs these in order.
@@ -235,9 +238,11 @@ extension URLConnectionOperation {
     private func announceTransitions() {
         while true {
             let keys = state.withLock { state -> [String] in
-                defer { state.unannounced.removeAll(keepingCapacity: true) }
                 if state.unannounced.isEmpty { state.announcing = false }
-                return state.unannounced
+                // Handed out whole, not copied (copy-then-clear allocated every time).
+                let keys = state.unannounced
+                state.unannounced = []
+                return keys
             }
             guard !keys.isEmpty else { return }
             for key in keys {
