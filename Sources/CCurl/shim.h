@@ -46,6 +46,17 @@ static inline CURLcode ccurl_easy_setopt_seek_callback(CURL *handle, curl_seek_c
     return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, value);
 }
 
+/// For blob options (CURLOPT_CAINFO_BLOB, CURLOPT_SSLCERT_BLOB, CURLOPT_SSLKEY_BLOB): curl
+/// copies the bytes (CURL_BLOB_COPY), so they may be freed afterwards.
+static inline CURLcode ccurl_easy_setopt_blob(CURL *handle, CURLoption option, const void *data, size_t length) {
+    struct curl_blob blob = { (void *)data, length, CURL_BLOB_COPY };
+    return curl_easy_setopt(handle, option, &blob);
+}
+
+static inline CURLcode ccurl_easy_setopt_prereq_callback(CURL *handle, curl_prereq_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, value);
+}
+
 // MARK: - Easy handle information
 
 static inline CURLcode ccurl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
@@ -58,6 +69,12 @@ static inline CURLcode ccurl_easy_getinfo_off(CURL *handle, CURLINFO info, curl_
 
 static inline CURLcode ccurl_easy_getinfo_string(CURL *handle, CURLINFO info, char **value) {
     return curl_easy_getinfo(handle, info, value);
+}
+
+/// CURLINFO_CERTINFO: the chain the server showed, one list of "Name:value" lines per
+/// certificate (the PEM is the "Cert:" line).
+static inline CURLcode ccurl_easy_getinfo_certinfo(CURL *handle, struct curl_certinfo **value) {
+    return curl_easy_getinfo(handle, CURLINFO_CERTINFO, value);
 }
 
 static inline CURLcode ccurl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
@@ -94,5 +111,7 @@ static const int ccurl_pause_cont = CURLPAUSE_CONT;
 static const int ccurl_seekfunc_ok = CURL_SEEKFUNC_OK;
 static const int ccurl_seekfunc_fail = CURL_SEEKFUNC_FAIL;
 static const int ccurl_seekfunc_cantseek = CURL_SEEKFUNC_CANTSEEK;
+static const int ccurl_prereqfunc_ok = CURL_PREREQFUNC_OK;
+static const int ccurl_prereqfunc_abort = CURL_PREREQFUNC_ABORT;
 
 #endif

@@ -22,15 +22,25 @@ public final class TestServer: Sendable {
     private let accepted: AcceptedConnections
     private let counters: ResourceCounters
 
+    private let log: ReceivedRequests
+    /// `http`, or `https` for a TLS server.
+    private let scheme: String
+
     /// The loopback port the server listens on.
     public let port: Int
+
+    /// Every request head the server received, in order (the last 10,000): a test proves with
+    /// it that nothing was sent, or what was.
+    public var receivedRequests: [ReceivedRequest] { log.all }
 
     /// How many connections the server has accepted so far: a client that keeps its
     /// connections warm opens no more than it has requests in flight.
     public var acceptedConnections: Int { accepted.count.load(ordering: .relaxed) }
 
     private init(group: MultiThreadedEventLoopGroup, channel: any Channel, accepted: AcceptedConnections,
-                 counters: ResourceCounters) {
+                 counters: ResourceCounters, log: ReceivedRequests, scheme: String) {
+        self.log = log
+        self.scheme = scheme
         self.group = group
         self.counters = counters
         self.channel = channel
@@ -42,9 +52,16 @@ public final class TestServer: Sendable {
     ///
     /// - Throws: Whatever binding the socket throws.
     public static func start() throws -> TestServer {
+        try start(scheme: "http", securingConnections: nil)
+    }
+
+    /// Starts a server whose connections first go through `securingConnections` (a TLS
+    /// handler, added before HTTP), so that its URLs use `scheme`. For `HTTPTestTLSServer`.
+    package static func start(scheme: String, securingConnections: (@Sendable (any Channel) throws -> Void)?) throws -> TestServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let counters = ResourceCounters()
         let accepted = AcceptedConnections()
+        let log = ReceivedRequests()
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -52,8 +69,10 @@ public final class TestServer: Sendable {
             .childChannelInitializer { channel in
                 accepted.count.add(1, ordering: .relaxed)
                 return channel.eventLoop.makeCompletedFuture {
+                    try securingConnections?(channel)
                     let sync = channel.pipeline.syncOperations
                     try sync.configureHTTPServerPipeline(withErrorHandling: true)
+                    try sync.addHandler(RequestLogger(log: log))
                     // Compress only responses the router marked, so lengths elsewhere stay exact.
                     try sync.addHandler(HTTPResponseCompressor(responseCompressionPredicate: { head, _ in
                         guard head.headers.contains(name: RequestRouter.compressMarker) else { return .doNotCompress }
@@ -65,7 +84,7 @@ public final class TestServer: Sendable {
             }
         do {
             let channel = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
-            return TestServer(group: group, channel: channel, accepted: accepted, counters: counters)
+            return TestServer(group: group, channel: channel, accepted: accepted, counters: counters, log: log, scheme: scheme)
         } catch {
             try? group.syncShutdownGracefully()
             throw error
@@ -79,12 +98,18 @@ public final class TestServer: Sendable {
         counters.count(key)
     }
 
-    /// The base URL, `http://127.0.0.1:<port>`.
-    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    /// The base URL, `http://127.0.0.1:<port>` (`https` for a TLS server).
+    public var baseURL: URL { URL(string: "\(scheme)://127.0.0.1:\(port)")! }
 
     /// The URL of `endpoint` on this server.
     public func url(_ endpoint: Endpoint) -> URL {
-        URL(string: "http://127.0.0.1:\(port)\(endpoint.path)")!
+        url(endpoint, host: "127.0.0.1")
+    }
+
+    /// The URL of `endpoint` on this server, reached through `host` (`localhost`, another
+    /// loopback address, a name the client resolves here).
+    public func url(_ endpoint: Endpoint, host: String) -> URL {
+        URL(string: "\(scheme)://\(host):\(port)\(endpoint.path)")!
     }
 
     /// Stops listening and closes every connection.

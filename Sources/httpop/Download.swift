@@ -33,6 +33,11 @@ struct Download: ParsableCommand {
         let request = try options.request(for: url)
         let file = URL(fileURLWithPath: output)
         let (operation, resumingFrom) = HTTPRequestOperation.download(request, to: file)
+        do {
+            try options.configure(operation)
+        } catch let error as SecurityError {
+            CommandFailure(error).exit()
+        }
         let held = ((try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? Int64) ?? 0
         if resumingFrom != nil {
             say(stderr: "resuming \(file.lastPathComponent) from byte \(held) (saved resume data)")

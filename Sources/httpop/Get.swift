@@ -18,8 +18,12 @@ struct Get: ParsableCommand {
     var includeHeaders = false
 
     func run() throws {
-        let request = try options.request(for: url)
-        let operation = HTTPRequestOperation(request: request)
+        let operation: HTTPRequestOperation
+        do {
+            operation = try options.operation(for: url)
+        } catch let error as SecurityError {
+            CommandFailure(error).exit()
+        }
         operation.start()
         operation.waitUntilFinished()
 
@@ -46,6 +50,26 @@ struct RequestOptions: ParsableArguments {
 
     @Option(help: "Idle timeout in seconds.")
     var timeout: Double = 60
+
+    @OptionGroup var tls: TLSOptions
+
+    /// An operation for `url` with these options: headers, timeout, TLS policy; a file: URL
+    /// given on the command line is allowed (nothing else reaches files).
+    ///
+    /// - Throws: `ValidationError`, or ``SecurityError`` for unreadable certificates and bad pins.
+    func operation(for url: String) throws -> HTTPRequestOperation {
+        let operation = HTTPRequestOperation(request: try request(for: url))
+        try configure(operation)
+        return operation
+    }
+
+    /// Gives `operation` the TLS policy and allows `file:` when that is what was asked for.
+    func configure(_ operation: HTTPRequestOperation) throws {
+        operation.securityPolicy = try tls.securityPolicy()
+        if operation.request.url?.isFileURL == true {
+            operation.allowedSchemes.insert("file")
+        }
+    }
 
     /// A GET request for `url` with these headers and timeout.
     ///

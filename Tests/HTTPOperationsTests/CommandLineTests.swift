@@ -1,6 +1,7 @@
 import Foundation
 import HTTPOperations
 import HTTPTestServer
+import HTTPTestTLSServer
 import Testing
 
 #if canImport(Glibc)
@@ -102,6 +103,55 @@ extension AllTests {
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stderr.contains("continuing \(file.lastPathComponent) from byte 400000"))
             #expect(sha256(try Data(contentsOf: file)) == sha256(ResumableOptions.content(version: 0, count: size)))
+        }
+
+        @Test func pinsCAsAndInsecureWorkFromTheCommandLine() async throws {
+            let server = try TLSTestServer.start(.goodChain)
+            defer { server.shutdown() }
+            let certificates = TestCertificates.shared
+            let folder = try TemporaryFolder()
+            let root = try folder.write("root.pem", certificates.root.certificatePEM)
+            let intermediate = try folder.write("intermediate.pem", certificates.intermediate.certificatePEM)
+            let url = server.http.url(.bytes(10)).absoluteString
+            func httpop(_ arguments: [String]) async throws -> (status: Int32, stderr: String) {
+                let run = try Run(arguments)
+                return try await offPool { run.finish() }
+            }
+
+            let untrusted = try await httpop(["get", url])
+            #expect(untrusted.status == 1 && untrusted.stderr.contains("certificate"), "\(untrusted.stderr)")
+            #expect(try await httpop(["get", url, "--cacert", root.path]).status == 0)
+            #expect(try await httpop(["get", url, "--cacert", root.path, "--pinned-key", certificates.leaf.publicKeyPin]).status == 0)
+            #expect(try await httpop(["get", url, "--pinned-cert", intermediate.path]).status == 0)
+            #expect(try await httpop(["get", url, "-k"]).status == 0)
+
+            let wrongPin = certificates.impostorLeaf.publicKeyPin
+            let mismatch = try await httpop(["get", url, "--cacert", root.path, "--pinned-key", wrongPin])
+            #expect(mismatch.status == 1)
+            let lines = mismatch.stderr.split(separator: "\n")
+            #expect(lines.count == 1, "one line: \(mismatch.stderr)")
+            #expect(mismatch.stderr.contains("127.0.0.1") && mismatch.stderr.contains(wrongPin)
+                    && mismatch.stderr.contains(certificates.leaf.publicKeyPin), "\(mismatch.stderr)")
+            let badPin = try await httpop(["get", url, "--pinned-key", "sha256//nope"])
+            #expect(badPin.status != 0 && badPin.stderr.contains("sha256//"), "\(badPin.stderr)")
+            // Only the four accepted requests reached the server.
+            #expect(server.http.receivedRequests.count == 4)
+        }
+
+        @Test func aClientCertificateFromTheCommandLine() async throws {
+            let server = try TLSTestServer.start(.requiresClientCertificate)
+            defer { server.shutdown() }
+            let certificates = TestCertificates.shared
+            let folder = try TemporaryFolder()
+            let root = try folder.write("root.pem", certificates.root.certificatePEM)
+            let cert = try folder.write("client.pem", certificates.client.certificatePEM)
+            let key = try folder.write("client.key", certificates.client.privateKeyPEM)
+            let run = try Run(["get", server.http.url(.bytes(10)).absoluteString, "--cacert", root.path,
+                               "--cert", cert.path, "--key", key.path])
+            let result = try await offPool { run.finish() }
+            #expect(result.status == 0, "\(result.stderr)")
+            let missingKey = try Run(["get", server.http.url(.bytes(10)).absoluteString, "--cert", cert.path])
+            #expect(try await offPool { missingKey.finish() }.status != 0)
         }
 
         @Test func aWrongChecksumFails() async throws {

@@ -21,14 +21,15 @@ extension AllTests {
         @Test func http2IsUsedWhenTheServerOffersItOverTLS() async throws {
             let nginx = ExternalServers.nginx
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.tlsBaseURL + "/protocol")!))
-            op.securityPolicy = SecurityPolicy(trustedCertificateAuthorities: URL(fileURLWithPath: nginx.certificateAuthorityFile))
+            op.securityPolicy = try SecurityPolicy(
+                trustedCertificateAuthorities: TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile)))
             #expect(try await run(op).error == nil)
             #expect(op.responseString == "HTTP/2.0")
         }
 
         @Test func invalidCertificatesCanBeAllowedForDevelopment() async throws {
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: ExternalServers.nginx.tlsBaseURL + "/protocol")!))
-            op.securityPolicy = SecurityPolicy(allowInvalidCertificates: true)
+            op.securityPolicy = try SecurityPolicy(allowInvalidCertificates: true, validatesDomainName: false)
             #expect(try await run(op).error == nil)
         }
 
@@ -36,13 +37,49 @@ extension AllTests {
             // The certificate names localhost and 127.0.0.1, not 127.0.0.2 (also loopback).
             let nginx = ExternalServers.nginx
             let url = URL(string: "https://127.0.0.2:\(nginx.tlsPort)/protocol")!
-            let authorities = URL(fileURLWithPath: nginx.certificateAuthorityFile)
+            let authorities = try TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile))
             let strict = HTTPRequestOperation(request: URLRequest(url: url))
-            strict.securityPolicy = SecurityPolicy(trustedCertificateAuthorities: authorities)
+            strict.securityPolicy = try SecurityPolicy(trustedCertificateAuthorities: authorities)
             #expect(try await run(strict).urlErrorCode == .serverCertificateUntrusted)
             let lenient = HTTPRequestOperation(request: URLRequest(url: url))
-            lenient.securityPolicy = SecurityPolicy(trustedCertificateAuthorities: authorities, validatesDomainName: false)
+            lenient.securityPolicy = try SecurityPolicy(trustedCertificateAuthorities: authorities, validatesDomainName: false)
             #expect(try await run(lenient).error == nil)
+        }
+
+        @Test func nginxIsPinnedByPublicKeyAndByCertificate() async throws {
+            let nginx = ExternalServers.nginx
+            let url = URL(string: nginx.tlsBaseURL + "/protocol")!
+            let authority = try TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile))
+            let server = try TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.serverCertificateFile))
+            func get(_ policy: SecurityPolicy) async throws -> (Outcome, String?) {
+                let op = HTTPRequestOperation(request: URLRequest(url: url))
+                op.securityPolicy = policy
+                let outcome = try await run(op)
+                return (outcome, op.responseString)
+            }
+            let keyPinned = try SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: server,
+                                               trustedCertificateAuthorities: authority)
+            let (keyOutcome, keyProtocol) = try await get(keyPinned)
+            #expect(keyOutcome.error == nil, "\(String(describing: keyOutcome.error))")
+            #expect(keyProtocol == "HTTP/2.0")
+            for anchor in [authority, server] {
+                let (outcome, _) = try await get(SecurityPolicy.policy(withPinningMode: .certificate, pinnedCertificates: anchor))
+                #expect(outcome.error == nil, "\(String(describing: outcome.error))")
+            }
+            // The authority's key is not in the chain nginx sends (the leaf alone).
+            let wrong = try SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: authority,
+                                           trustedCertificateAuthorities: authority)
+            let (refused, _) = try await get(wrong)
+            let error = try #require(refused.error as? SecurityError)
+            #expect(error.reason == .pinMismatch(host: "localhost", mode: .publicKey, expected: [authority[0].publicKeyPin.description],
+                                                 received: [server[0].publicKeyPin.description]))
+            // Over HTTP/2 libcurl keeps a connection whose request was aborted; the one that
+            // failed its pin check must not be, or the next request under the same policy
+            // would ride it unchecked.
+            for attempt in 1...3 {
+                let (again, _) = try await get(wrong)
+                #expect((again.error as? SecurityError)?.code == .pinMismatch, "attempt \(attempt): \(String(describing: again.error))")
+            }
         }
 
         @Test func anUntrustedCertificateIsRefused() async throws {

@@ -46,8 +46,15 @@ extension AllTests {
             #expect(outcome.urlErrorCode == .badURL)
         }
 
-        @Test func anUnsupportedSchemeIsReported() async throws {
+        @Test func aSchemeThatIsNotAllowedIsRefused() async throws {
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: "gopher+nope://127.0.0.1/")!))
+            let outcome = try await run(op)
+            #expect((outcome.error as? SecurityError)?.code == .schemeNotAllowed)
+        }
+
+        @Test func aSchemeAllowedButUnknownToCurlIsUnsupported() async throws {
+            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: "gopher+nope://127.0.0.1/")!))
+            op.allowedSchemes = ["http", "https", "gopher+nope"]
             let outcome = try await run(op)
             #expect(outcome.urlErrorCode == .unsupportedURL)
         }

@@ -39,7 +39,9 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     private struct Settings {
         var requestSerializer = HTTPRequestSerializer()
         var responseSerializer: any URLResponseSerialization = JSONResponseSerializer()
-        var securityPolicy = SecurityPolicy.default
+        var securityPolicies = HostSecurityPolicies()
+        var allowedSchemes = TransferRequest.defaultSchemes
+        var sensitiveHeaderFields: Set<String> = []
         var completionQueue: DispatchQueue?
         var completionGroup: DispatchGroup?
         var credential: URLCredential?
@@ -97,10 +99,37 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         set { settings.withLock { $0.responseSerializer = newValue } }
     }
 
-    /// Passed to every operation. Default ``SecurityPolicy/default``.
+    /// The policy of every host without one of its own (``setSecurityPolicy(_:forHost:)``).
+    /// Default ``SecurityPolicy/default``.
     public var securityPolicy: SecurityPolicy {
-        get { settings.withLock { $0.securityPolicy } }
-        set { settings.withLock { $0.securityPolicy = newValue } }
+        get { settings.withLock { $0.securityPolicies.fallback } }
+        set { settings.withLock { $0.securityPolicies.fallback = newValue } }
+    }
+
+    /// Gives `host` its own policy (nil: back to ``securityPolicy``). Every operation the
+    /// manager makes trusts each host it reaches, redirects included, under that host's
+    /// policy only: a lax policy for a development host never applies to another.
+    public func setSecurityPolicy(_ policy: SecurityPolicy?, forHost host: String) {
+        settings.withLock { $0.securityPolicies.setPolicy(policy, for: host) }
+    }
+
+    /// The policy that applies to `host`.
+    public func securityPolicy(forHost host: String) -> SecurityPolicy {
+        settings.withLock { $0.securityPolicies.policy(for: host) }
+    }
+
+    /// Header fields its operations drop when a redirect leaves the origin (see
+    /// ``URLConnectionOperation/sensitiveHeaderFields``).
+    public var sensitiveHeaderFields: Set<String> {
+        get { settings.withLock { $0.sensitiveHeaderFields } }
+        set { settings.withLock { $0.sensitiveHeaderFields = Set(newValue.map { $0.lowercased() }) } }
+    }
+
+    /// The URL schemes the manager's operations may use: http and https by default (see
+    /// ``URLConnectionOperation/allowedSchemes``).
+    public var allowedSchemes: Set<String> {
+        get { settings.withLock { $0.allowedSchemes } }
+        set { settings.withLock { $0.allowedSchemes = Set(newValue.map { $0.lowercased() }) } }
     }
 
     /// The queue callbacks run on; nil means a global concurrent queue.
@@ -115,7 +144,9 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         set { settings.withLock { $0.completionGroup = newValue } }
     }
 
-    /// Passed to every operation, for Basic or Digest authentication.
+    /// Passed to every operation, for Basic or Digest authentication. With a ``baseURL`` it is
+    /// sent only to the base URL's origin (scheme, host, port): a request for an absolute URL
+    /// elsewhere, or a redirect there, goes without it.
     public var credential: URLCredential? {
         get { settings.withLock { $0.credential } }
         set { settings.withLock { $0.credential = newValue } }
@@ -158,8 +189,14 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     func configure(_ operation: HTTPRequestOperation, success: Success?, failure: Failure?) {
         let settings = settings.withLock { $0 }
         operation.responseSerializer = settings.responseSerializer
-        operation.securityPolicy = settings.securityPolicy
+        operation.securityPolicies = settings.securityPolicies
+        operation.allowedSchemes = settings.allowedSchemes
+        operation.sensitiveHeaderFields = settings.sensitiveHeaderFields
         operation.credential = settings.credential
+        if settings.credential != nil, let baseURL {
+            // The manager's credential is for its base URL's origin, whatever URL a request names.
+            operation.state.withLock { $0.settings.credentialOrigin = baseURL }
+        }
         operation.completionQueue = settings.completionQueue
         operation.completionGroup = settings.completionGroup
         var failureBlock: HTTPRequestOperation.FailureBlock?

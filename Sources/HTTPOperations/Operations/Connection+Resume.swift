@@ -78,7 +78,9 @@ extension Connection {
         // of those writes fail, the offset overstates the file; it is advisory, and a resume
         // continues from the file's real size.
         sink.flush()
-        let headers = (request.allHTTPHeaderFields ?? [:]).filter { !ResumeData.excludedHeaders.contains($0.key.lowercased()) }
+        // Secrets stay out of the file: credential fields (ResumeData drops them) and the
+        // fields the caller named sensitive.
+        let headers = (request.allHTTPHeaderFields ?? [:]).filter { !sensitiveHeaderFields.contains($0.key.lowercased()) }
         let data = ResumeData(url: url, method: request.httpMethod ?? "GET", headers: headers, validator: machine.validator,
                               offset: sink.heldBytes, expectedLength: machine.knownLength, destination: destination)
         operation.state.withLock { $0.resumeData = data }
@@ -86,7 +88,7 @@ extension Connection {
         let sidecar = ResumeData.sidecarURL(for: destination)
         writerQueue.async {
             guard let encoded = try? data.encoded() else { return }
-            try? encoded.write(to: sidecar, options: .atomic)
+            try? PrivateFile.write(encoded, to: sidecar)
         }
     }
 

@@ -25,7 +25,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     private let challengeBlock: AuthenticationChallengeBlock?
     let uploadProgress: ProgressReporter?
     let downloadProgress: ProgressReporter?
-    private let securityPolicy: SecurityPolicy
+    private let securityPolicies: HostSecurityPolicies
+    private let allowedSchemes: Set<String>
+    /// Header fields dropped, besides the credential ones, when a redirect leaves the origin.
+    let sensitiveHeaderFields: Set<String>
     let download: DownloadConfiguration
 
     /// Every decision about the transfer.
@@ -64,17 +67,21 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     /// Snapshots the operation's configuration, works out the first transfer and opens the
     /// body's destination, on the calling thread.
-    init(operation: URLConnectionOperation, configuration: URLConnectionOperation.State) {
+    init(operation: URLConnectionOperation, settings configuration: URLConnectionOperation.Settings, request: URLRequest) {
         self.operation = operation
         self.logger = configuration.logger
         self.completionGroup = configuration.completionGroup
         self.redirectBlock = configuration.redirectBlock
         self.challengeBlock = configuration.challengeBlock
         self.credential = configuration.credential
-        self.credentialOrigin = configuration.credential == nil ? nil : configuration.currentRequest.url
-        self.securityPolicy = configuration.securityPolicy
+        let credentialOrigin = configuration.credential == nil ? nil
+            : configuration.credentialOrigin ?? request.url
+        self.credentialOrigin = credentialOrigin
+        self.securityPolicies = configuration.securityPolicies
+        self.allowedSchemes = configuration.allowedSchemes
+        self.sensitiveHeaderFields = configuration.sensitiveHeaderFields
         self.download = configuration.download
-        self.request = configuration.currentRequest
+        self.request = request
         let hasProgress = configuration.uploadProgress != nil || configuration.downloadProgress != nil
         let queue = hasProgress
             ? URLConnectionOperation.makeCallbackQueue(targeting: configuration.completionQueue)
@@ -84,12 +91,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.downloadProgress = configuration.downloadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
         let outputStream = configuration.outputStream.value
         let first = Result {
-            try Self.transferRequest(for: configuration.currentRequest, credential: configuration.credential,
-                                     credentialOrigin: configuration.currentRequest.url,
-                                     securityPolicy: configuration.securityPolicy)
+            try Self.transferRequest(for: request, credential: configuration.credential,
+                                     credentialOrigin: credentialOrigin,
+                                     securityPolicies: configuration.securityPolicies,
+                                     allowedSchemes: configuration.allowedSchemes)
         }
         // The first transfer holds the method upper-cased already.
-        let method = (try? first.get())?.method ?? (configuration.currentRequest.httpMethod ?? "GET").uppercased()
+        let method = (try? first.get())?.method ?? (request.httpMethod ?? "GET").uppercased()
         self.machine = TransferStateMachine(
             configuration: .init(maximumRedirects: configuration.maximumRedirects,
                                  answersChallenges: configuration.challengeBlock != nil,
@@ -108,6 +116,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         do {
             let continuing = download.continuing || download.validator != nil
             sink = try ResponseBodySink(destination: download.destination, stream: stream, continuing: continuing,
+                                        followsSymbolicLinks: download.followsSymbolicLinks,
                                         writerQueue: { writerQueue }, roomAvailable: { [weak self] in
                                             // Weak: the sink's writer is ours; a strong capture would be a cycle.
                                             guard let connection = self else { return }
@@ -197,19 +206,22 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// What curl needs to send `request`.
     private func transferRequest(for request: URLRequest) throws -> TransferRequest {
         try Self.transferRequest(for: request, credential: credential, credentialOrigin: credentialOrigin,
-                                 securityPolicy: securityPolicy)
+                                 securityPolicies: securityPolicies, allowedSchemes: allowedSchemes)
     }
 
-    /// What curl needs to send `request`, with `credential` only where it belongs.
+    /// What curl needs to send `request`, with `credential` only where it belongs and the
+    /// security policy of the host it goes to.
     private static func transferRequest(for request: URLRequest, credential: URLCredential?, credentialOrigin: URL?,
-                                        securityPolicy: SecurityPolicy) throws -> TransferRequest {
+                                        securityPolicies: HostSecurityPolicies,
+                                        allowedSchemes: Set<String>) throws -> TransferRequest {
         // The credential belongs to the origin it was given for, not to wherever a redirect
         // leads. (Foundation's URL parses its host on each call: asked only when there is a
         // credential to give.)
         let sendsCredential = credential != nil
             && (request.url.flatMap { url in credentialOrigin.map { RedirectPolicy.isSameOrigin($0, url) } } ?? false)
-        var transferRequest = try TransferRequest(request, credential: sendsCredential ? credential : nil)
-        transferRequest.securityPolicy = securityPolicy
+        var transferRequest = try TransferRequest(request, credential: sendsCredential ? credential : nil,
+                                                  allowedSchemes: allowedSchemes)
+        transferRequest.securityPolicy = securityPolicies.policy(forHostOf: transferRequest.url)
         return transferRequest
     }
 
@@ -294,6 +306,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     func transfer(_ transfer: CurlTransfer, didCompleteWith error: CurlError?) {
         guard transfer === self.transfer else { return }
         self.transfer = nil
+        if let refusal = transfer.trustFailure {
+            // The pins said no before anything was sent: final, never retried.
+            return fail(refusal)
+        }
         // A body that could not be read is the real failure; curl only saw its callback abort.
         let failure = error.map { transfer.bodyReadFailure ?? URLError($0, url: request.url) }
         switch machine.transferCompleted(error: failure) {
@@ -319,7 +335,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             return fail(URLError(.unsupportedURL, url: request.url,
                                  description: "Refusing to follow a redirect to \(location ?? "nowhere")."), response: response)
         }
-        let proposed = RedirectPolicy.request(following: response.statusCode, from: request, to: target)
+        let proposed: URLRequest
+        do {
+            proposed = try RedirectPolicy.request(following: response.statusCode, from: request, to: target,
+                                                  sensitiveFields: sensitiveHeaderFields)
+        } catch {
+            return fail(error, response: response)
+        }
         logger.debug("redirect", metadata: ["status": "\(response.statusCode)", "location": "\(location)"])
         guard let redirectBlock else {
             request = proposed

@@ -13,6 +13,8 @@ struct DownloadConfiguration {
     var retryPolicy = RetryPolicy.default
     var expectedSHA256: String?
     var expectedLength: Int64?
+    /// Open `destination` even when it is a symbolic link (else `O_NOFOLLOW` refuses it).
+    var followsSymbolicLinks = false
     /// The largest body held in memory; nil for no limit.
     var maximumBodySize: Int64? = DownloadConfiguration.defaultMaximumBodySize
 

@@ -27,9 +27,16 @@ public enum OperationPhase: Sendable, Equatable {
     /// The Foundation key-value names whose values change when moving from `self` to `next`;
     /// `OperationQueue` and `waitUntilFinished()` listen for exactly these.
     func changedKeys(to next: OperationPhase) -> [String] {
-        var keys: [String] = []
-        if (self == .executing) != (next == .executing) { keys.append("isExecuting") }
-        if (self == .finished) != (next == .finished) { keys.append("isFinished") }
-        return keys
+        // Constant arrays: a transition allocates nothing (two per operation, on every request).
+        switch ((self == .executing) != (next == .executing), (self == .finished) != (next == .finished)) {
+        case (true, true): Self.executingAndFinishedKeys
+        case (true, false): Self.executingKeys
+        case (false, true): Self.finishedKeys
+        case (false, false): []
+        }
     }
+
+    private static let executingKeys = ["isExecuting"]
+    private static let finishedKeys = ["isFinished"]
+    private static let executingAndFinishedKeys = ["isExecuting", "isFinished"]
 }

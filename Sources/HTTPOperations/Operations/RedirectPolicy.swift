@@ -12,16 +12,22 @@ enum RedirectPolicy {
     /// Header fields that describe a request body, dropped when the body is.
     private static let bodyHeaderFields = ["Content-Type", "Content-Length", "Content-Encoding", "Content-Language", "Content-Location"]
 
-    /// Header fields that carry credentials, dropped when the redirect leaves the origin.
-    private static let credentialHeaderFields = ["Authorization", "Cookie", "Proxy-Authorization"]
+    /// Header fields that carry credentials, dropped when the redirect leaves the origin
+    /// (with any the caller lists as secret, see ``URLConnectionOperation/sensitiveHeaderFields``).
+    static let credentialHeaderFields: Set<String> = ["authorization", "cookie", "proxy-authorization"]
 
     /// The request to send after `previous` was answered with `status` pointing at `location`.
     ///
     /// - 303 turns any method but HEAD into GET without a body; 301 and 302 do the same for
     ///   POST (as every client does, although the RFC allows either); 307 and 308 keep the
     ///   method and body.
-    /// - Leaving the origin (scheme, host, port) drops the credential header fields.
-    static func request(following status: Int, from previous: URLRequest, to location: URL) -> URLRequest {
+    /// - Leaving the origin (scheme, host, port) drops the credential header fields and
+    ///   `sensitiveFields` (lower-case names).
+    ///
+    /// - Throws: ``SecurityError`` `.insecureRedirect` when the request would carry its body
+    ///   from https to plain http.
+    static func request(following status: Int, from previous: URLRequest, to location: URL,
+                        sensitiveFields: Set<String> = []) throws -> URLRequest {
         var next = previous
         next.url = location
         let method = (previous.httpMethod ?? "GET").uppercased()
@@ -33,8 +39,13 @@ enum RedirectPolicy {
                 next.setValue(nil, forHTTPHeaderField: field)
             }
         }
+        let carriesBody = next.httpBody != nil || next.httpBodyStream != nil
+        if carriesBody, previous.url?.scheme?.lowercased() == "https", location.scheme?.lowercased() == "http" {
+            throw SecurityError(.insecureRedirect(from: previous.url!, to: location), url: previous.url)
+        }
         if let from = previous.url, !isSameOrigin(from, location) {
-            for field in credentialHeaderFields {
+            let dropped = credentialHeaderFields.union(sensitiveFields)
+            for field in (next.allHTTPHeaderFields ?? [:]).keys where dropped.contains(field.lowercased()) {
                 next.setValue(nil, forHTTPHeaderField: field)
             }
         }

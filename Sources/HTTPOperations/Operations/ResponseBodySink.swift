@@ -33,10 +33,10 @@ final class ResponseBodySink {
     ///   - roomAvailable: Called on the writer queue when a write made room after
     ///     ``admit(_:)`` said wait.
     /// - Throws: `URLError(.cannotCreateFile)` or `.cannotOpenFile` when the file cannot be opened.
-    init(destination: URL?, stream: OutputStream?, continuing: Bool,
+    init(destination: URL?, stream: OutputStream?, continuing: Bool, followsSymbolicLinks: Bool = false,
          writerQueue: () -> DispatchQueue, roomAvailable: @escaping @Sendable () -> Void) throws {
         if let destination {
-            let handle = try Self.openFile(destination)
+            let handle = try Self.openFile(destination, followsSymbolicLinks: followsSymbolicLinks)
             let size = Int64((try? handle.seekToEnd()) ?? 0)
             // What is really on disk is what we hold, whatever a saved offset says. Only a file
             // that holds bytes is emptied: ext4 treats a truncation to zero as "replace via
@@ -52,14 +52,22 @@ final class ResponseBodySink {
         }
     }
 
-    /// Opens `url` for reading and writing, creating it (mode 0644 less the umask) if missing.
+    /// Opens `url` for reading and writing, creating it (mode 0644 less the umask) if missing;
+    /// a symbolic link is refused unless `followsSymbolicLinks`.
     ///
     /// One open(2) with O_CREAT: `FileManager.createFile` writes a temporary file and renames
     /// it over the path, two more system calls and a directory update per download.
-    private static func openFile(_ url: URL) throws -> FileHandle {
+    ///
+    /// - Throws: ``SecurityError`` `.destinationIsSymbolicLink`, or `URLError(.cannotCreateFile)`
+    ///   / `.cannotOpenFile`.
+    private static func openFile(_ url: URL, followsSymbolicLinks: Bool) throws -> FileHandle {
+        let flags = O_RDWR | O_CREAT | O_CLOEXEC | (followsSymbolicLinks ? 0 : O_NOFOLLOW)
         let descriptor = url.withUnsafeFileSystemRepresentation { path -> Int32 in
             guard let path else { return -1 }
-            return Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            return Glibc.open(path, flags, 0o644)
+        }
+        if descriptor < 0, errno == ELOOP, !followsSymbolicLinks {
+            throw SecurityError(.destinationIsSymbolicLink(url.path), url: url)
         }
         guard descriptor >= 0 else {
             let reason = String(cString: strerror(errno))

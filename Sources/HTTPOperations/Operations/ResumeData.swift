@@ -5,8 +5,9 @@ import Foundation
 ///
 /// The offset it records is advisory: when the download goes to a file, the file's size on
 /// disk is what is resumed from, so a crash between a write and the next save loses nothing.
-/// Credentials (`Authorization`, `Cookie`) are never stored; set them again on the new
-/// operation.
+/// Credentials (`Authorization`, `Cookie`, `Proxy-Authorization`, a `user:password@` in the
+/// URL, and the operation's ``URLConnectionOperation/sensitiveHeaderFields``) are never
+/// stored; set them again on the new operation. Sidecar files are written with mode 0600.
 public struct ResumeData: Codable, Sendable, Equatable {
     /// The format this version of the library writes and reads.
     public static let currentVersion = 1
@@ -32,11 +33,12 @@ public struct ResumeData: Codable, Sendable, Equatable {
     /// Header fields never written to resume data.
     static let excludedHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization", "range", "if-range"]
 
-    /// Creates resume data.
+    /// Creates resume data. A user name and password in `url` are left out, as are the
+    /// credential header fields (`Authorization`, `Cookie`, `Proxy-Authorization`).
     public init(url: URL, method: String = "GET", headers: [String: String] = [:], validator: ResumeValidator?,
                 offset: Int64, expectedLength: Int64?, destination: URL?) {
         self.version = Self.currentVersion
-        self.url = url
+        self.url = Self.withoutUserInfo(url)
         self.method = method
         self.headers = headers.filter { !Self.excludedHeaders.contains($0.key.lowercased()) }
         self.validator = validator
@@ -70,6 +72,15 @@ public struct ResumeData: Codable, Sendable, Equatable {
         request.httpMethod = method
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         return request
+    }
+
+    /// `url` without `user:password@`.
+    static func withoutUserInfo(_ url: URL) -> URL {
+        guard url.user != nil || url.password != nil,
+              var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+        components.user = nil
+        components.password = nil
+        return components.url ?? url
     }
 
     /// Where resume data for a download to `file` is kept: beside it, as

@@ -23,20 +23,21 @@ extension URLConnectionOperation {
         }
         // After prepareRequest(), so observers see the request that is sent.
         NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
-        let configuration = state.withLock { $0 }
-        if configuration.cancelRequested {
+        // The settings and the request only: copying the whole state retains every field.
+        let (settings, request, cancelledBefore) = state.withLock { ($0.settings, $0.currentRequest, $0.cancelRequested) }
+        if cancelledBefore {
             // Cancelled before it started: nothing is opened or sent.
             conclude(response: nil, data: nil, error: cancellationError())
             return
         }
         // Built outside the lock: it works out the first transfer and opens the body's file.
-        let connection = Connection(operation: self, configuration: configuration)
+        let connection = Connection(operation: self, settings: settings, request: request)
         let (paused, cancelled, pauseCompletions) = state.withLock { state in
             state.connection = connection
             defer { state.pendingPauseCompletions.removeAll() }
             return (state.phase == .paused, state.cancelRequested, state.pendingPauseCompletions)
         }
-        configuration.logger.debug("operation started", metadata: ["url": "\(request.url?.absoluteString ?? "")"])
+        settings.logger.debug("operation started", metadata: ["url": "\(request.url?.absoluteString ?? "")"])
         NetworkThread.shared.perform {
             // A pause or cancel that came while the connection was being made is not lost:
             // the network thread runs these in order.
@@ -86,7 +87,7 @@ extension URLConnectionOperation {
             break
         case .answerNow:
             guard let completion else { return }
-            let (queue, group) = state.withLock { ($0.completionQueue ?? .global(), $0.completionGroup) }
+            let (queue, group) = state.withLock { ($0.settings.completionQueue ?? .global(), $0.settings.completionGroup) }
             queue.async(group: group, execute: completion)
         }
     }
@@ -151,12 +152,12 @@ extension URLConnectionOperation {
             state.error = state.cancelRequested ? cancellationError() : error
             // The blocks are done with: a block that captures its operation must not keep it
             // alive (they run on the callback queue, whose reporters hold their own copies).
-            state.uploadProgress = nil
-            state.downloadProgress = nil
-            state.redirectBlock = nil
-            state.challengeBlock = nil
+            state.settings.uploadProgress = nil
+            state.settings.downloadProgress = nil
+            state.settings.redirectBlock = nil
+            state.settings.challengeBlock = nil
             defer { state.pendingPauseCompletions.removeAll() }
-            return (state.completionQueue, state.completionGroup, state.logger, state.pendingPauseCompletions)
+            return (state.settings.completionQueue, state.settings.completionGroup, state.settings.logger, state.pendingPauseCompletions)
         }
         let queue = callbackQueue ?? completionQueue ?? .global()
         // Pauses asked for before a connection existed, and now moot.
@@ -211,44 +212,56 @@ extension URLConnectionOperation {
     ///
     /// Foundation reads `isFinished` and `isExecuting` while it reacts to an announcement, so
     /// announcements are made outside the lock. To keep them in the order of the transitions,
-    /// each transition queues its keys under the lock, and whichever thread finds nobody
-    /// announcing makes every queued announcement, in order, until none is left.
+    /// the thread that finds nobody announcing announces its own keys and then whatever other
+    /// transitions queued meanwhile; a transition that finds somebody announcing queues its
+    /// keys for them. (The common case queues nothing and allocates nothing.)
     ///
     /// - Returns: What `update` returned, or nil when the transition was refused.
     func transition<Result>(from expected: OperationPhase?, to next: OperationPhase,
                             when condition: (inout State) -> Bool,
                             update: (inout State) -> Result) -> Result? {
-        let outcome = state.withLock { state -> (result: Result, announce: Bool)? in
+        let outcome = state.withLock { state -> (result: Result, announceNow: [String]?)? in
             guard expected == nil || state.phase == expected, state.phase.canTransition(to: next), condition(&state) else {
                 return nil
             }
-            state.unannounced.append(contentsOf: state.phase.changedKeys(to: next))
+            let keys = state.phase.changedKeys(to: next)
             state.phase = next
             let result = update(&state)
-            guard !state.announcing else { return (result, false) }
+            guard !state.announcing else {
+                state.unannounced.append(contentsOf: keys)
+                return (result, nil)
+            }
             state.announcing = true
-            return (result, true)
+            return (result, keys)
         }
         guard let outcome else { return nil }
-        if outcome.announce { announceTransitions() }
+        if let keys = outcome.announceNow {
+            announce(keys)
+            announceQueuedTransitions()
+        }
         return outcome.result
     }
 
-    /// Makes the queued announcements, in order, until there are none.
-    private func announceTransitions() {
+    /// Makes the announcements queued while this thread announced, in order, until there are
+    /// none; then lets the next transition announce its own.
+    private func announceQueuedTransitions() {
         while true {
             let keys = state.withLock { state -> [String] in
                 if state.unannounced.isEmpty { state.announcing = false }
-                // Handed out whole, not copied (copy-then-clear allocated every time).
+                // Handed out whole, not copied.
                 let keys = state.unannounced
                 state.unannounced = []
                 return keys
             }
             guard !keys.isEmpty else { return }
-            for key in keys {
-                willChangeValue(forKey: key)
-                didChangeValue(forKey: key)
-            }
+            announce(keys)
+        }
+    }
+
+    private func announce(_ keys: [String]) {
+        for key in keys {
+            willChangeValue(forKey: key)
+            didChangeValue(forKey: key)
         }
     }
 }

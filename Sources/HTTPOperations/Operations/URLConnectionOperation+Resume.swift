@@ -19,10 +19,10 @@ extension URLConnectionOperation {
     /// Makes this (not yet started) operation continue the download `resumeData` describes.
     func continueDownload(from resumeData: ResumeData) {
         state.withLock { state in
-            state.download.destination = resumeData.destination ?? state.download.destination
-            state.download.continuing = true
-            state.download.validator = resumeData.validator
-            state.download.knownLength = resumeData.expectedLength
+            state.settings.download.destination = resumeData.destination ?? state.settings.download.destination
+            state.settings.download.continuing = true
+            state.settings.download.validator = resumeData.validator
+            state.settings.download.knownLength = resumeData.expectedLength
         }
     }
 }
@@ -32,7 +32,8 @@ extension HTTPRequestOperation {
     /// holds when resume data for it was saved beside it (by a paused, failed or killed
     /// download), or starting afresh otherwise.
     ///
-    /// Saved resume data for a different URL is ignored, and the download starts afresh. The
+    /// Saved resume data for a different URL, or naming another destination file, is ignored,
+    /// and the download starts afresh. The
     /// request is used as given, so credentials and other header fields are sent again.
     ///
     /// - Parameters:
@@ -43,8 +44,12 @@ extension HTTPRequestOperation {
         let operation = HTTPRequestOperation(request: request)
         operation.destinationURL = file
         let sidecar = ResumeData.sidecarURL(for: file)
+        // Saved resume data for another resource, or naming another file, is not followed:
+        // a sidecar must never send a download somewhere the caller did not ask.
         guard let saved = try? Data(contentsOf: sidecar), let resumeData = try? ResumeData(from: saved),
-              resumeData.url == request.url, FileManager.default.fileExists(atPath: file.path) else {
+              resumeData.url == request.url.map(ResumeData.withoutUserInfo),
+              resumeData.destination.map({ $0.standardizedFileURL.path == file.standardizedFileURL.path }) ?? true,
+              FileManager.default.fileExists(atPath: file.path) else {
             return (operation, nil)
         }
         operation.continueDownload(from: resumeData)

@@ -45,6 +45,30 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     // while it is held: Foundation's key-value announcements are queued under it and made
     // after (see `transition`).
 
+    /// What the caller configures before start, and all a ``Connection`` is made from: one
+    /// copy of it (not of the whole ``State``) is taken when the operation starts.
+    struct Settings {
+        /// Set before start; from then on only the network thread writes to the stream.
+        var outputStream: Handover<OutputStream?> = Handover(nil)
+        var completionQueue: DispatchQueue?
+        var completionGroup: DispatchGroup?
+        var credential: URLCredential?
+        /// The origin ``credential`` is for; nil: the request's own. A manager with a base URL
+        /// sets its base URL here, so its credential never goes to another origin.
+        var credentialOrigin: URL?
+        var maximumRedirects = 16
+        var uploadProgress: TransferProgressBlock?
+        var downloadProgress: TransferProgressBlock?
+        var redirectBlock: RedirectResponseBlock?
+        var challengeBlock: AuthenticationChallengeBlock?
+        var securityPolicies = HostSecurityPolicies()
+        var allowedSchemes = TransferRequest.defaultSchemes
+        var sensitiveHeaderFields: Set<String> = []
+        /// Downloads: where the body goes, how it continues, and what it must add up to.
+        var download = DownloadConfiguration()
+        var logger = URLConnectionOperation.silentLogger
+    }
+
     /// The mutable state of one operation.
     struct State {
         var phase: OperationPhase = .ready
@@ -53,29 +77,16 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// Set by the first effective cancel(); start() checks it under the same lock.
         var cancelRequested = false
         var currentRequest: URLRequest
+        var settings = Settings()
         /// The response, once built. HTTP responses arrive as `responseHead` and are built on
         /// first use, off the network thread (`HTTPURLResponse.init` is costly).
         var response: URLResponse?
         var responseHead: (head: ResponseHead, url: URL)?
         var responseData: Data?
         var error: (any Error)?
-        /// Set before start; from then on only the network thread writes to the stream.
-        var outputStream: Handover<OutputStream?> = Handover(nil)
-        var completionQueue: DispatchQueue?
-        var completionGroup: DispatchGroup?
         var userInfo: [String: any Sendable] = [:]
-        var credential: URLCredential?
-        var maximumRedirects = 16
-        var uploadProgress: TransferProgressBlock?
-        var downloadProgress: TransferProgressBlock?
-        var redirectBlock: RedirectResponseBlock?
-        var challengeBlock: AuthenticationChallengeBlock?
-        var securityPolicy = SecurityPolicy.default
-        /// Downloads: where the body goes, how it continues, and what it must add up to.
-        var download = DownloadConfiguration()
         var downloadMetrics = DownloadMetrics()
         var resumeData: ResumeData?
-        var logger = URLConnectionOperation.silentLogger
         /// The network-side half of the operation, while it is executing or paused.
         var connection: Connection?
         /// Run once the outcome is known, before the finished state (see `whenOutcomeKnown`).
@@ -84,9 +95,10 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var outcomeObserversTaken = false
         /// `pause(completion:)` completions that came before the connection existed.
         var pendingPauseCompletions: [@Sendable () -> Void] = []
-        /// Key-value names whose change Foundation has yet to hear, in order.
+        /// Key-value names whose change Foundation has yet to hear, in order (queued while
+        /// another thread announces; see `transition`).
         var unannounced: [String] = []
-        /// A thread is announcing `unannounced`; others leave theirs to it.
+        /// A thread is announcing; others queue theirs in `unannounced`.
         var announcing = false
         /// HTTPRequestOperation's own fields, behind the same lock.
         var http = HTTPRequestOperation.HTTPState()
@@ -154,10 +166,10 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// a stream, for example `OutputStream(toFileAtPath:append:)`, receives it as it arrives.
     /// The operation opens and closes the stream.
     public var outputStream: OutputStream? {
-        get { state.withLock { $0.outputStream.value } }
+        get { state.withLock { $0.settings.outputStream.value } }
         set {
             let handover = Handover(newValue)
-            state.withLock { $0.outputStream = handover }
+            state.withLock { $0.settings.outputStream = handover }
         }
     }
 
@@ -166,29 +178,38 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// from the bytes on disk, and its ``resumeData`` is also saved beside it (see
     /// ``ResumeData/sidecarURL(for:)``) so another process can continue it.
     public var destinationURL: URL? {
-        get { state.withLock { $0.download.destination } }
-        set { state.withLock { $0.download.destination = newValue } }
+        get { state.withLock { $0.settings.download.destination } }
+        set { state.withLock { $0.settings.download.destination = newValue } }
+    }
+
+    /// Write to ``destinationURL`` even when it is a symbolic link. Default false: the file is
+    /// opened with `O_NOFOLLOW`, and a link there (planted where a download was expected, to
+    /// make it overwrite another file) fails the operation with ``SecurityError``
+    /// `.destinationIsSymbolicLink` before anything is sent.
+    public var followsSymbolicLinks: Bool {
+        get { state.withLock { $0.settings.download.followsSymbolicLinks } }
+        set { state.withLock { $0.settings.download.followsSymbolicLinks = newValue } }
     }
 
     /// Continue the bytes already in ``destinationURL`` instead of starting it afresh, with
     /// `Range` only, as `curl -C -` does. With no validator the server cannot tell whether the
     /// resource changed, so prefer ``HTTPRequestOperation/init(resumeData:)`` when you have it.
     public var resumesExistingFile: Bool {
-        get { state.withLock { $0.download.continuing } }
-        set { state.withLock { $0.download.continuing = newValue } }
+        get { state.withLock { $0.settings.download.continuing } }
+        set { state.withLock { $0.settings.download.continuing = newValue } }
     }
 
     /// How a download resumes itself after its connection drops. Default: three retries.
     public var retryPolicy: RetryPolicy {
-        get { state.withLock { $0.download.retryPolicy } }
-        set { state.withLock { $0.download.retryPolicy = newValue } }
+        get { state.withLock { $0.settings.download.retryPolicy } }
+        set { state.withLock { $0.settings.download.retryPolicy = newValue } }
     }
 
     /// The SHA-256 the complete body must have, as hex; a mismatch fails the operation with
     /// ``IntegrityError`` and the download is not reported as complete.
     public var expectedSHA256: String? {
-        get { state.withLock { $0.download.expectedSHA256 } }
-        set { state.withLock { $0.download.expectedSHA256 = newValue?.lowercased() } }
+        get { state.withLock { $0.settings.download.expectedSHA256 } }
+        set { state.withLock { $0.settings.download.expectedSHA256 = newValue?.lowercased() } }
     }
 
     /// The largest response body kept in memory (``outputStream`` and ``destinationURL`` unset).
@@ -196,15 +217,15 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// ``TransferError`` `.bodyTooLarge`. nil: no limit. Default 512 MiB. Bodies written to a
     /// file or stream have no limit: they never stay in memory.
     public var maximumBodySize: Int64? {
-        get { state.withLock { $0.download.maximumBodySize } }
-        set { state.withLock { $0.download.maximumBodySize = newValue.map { max(0, $0) } } }
+        get { state.withLock { $0.settings.download.maximumBodySize } }
+        set { state.withLock { $0.settings.download.maximumBodySize = newValue.map { max(0, $0) } } }
     }
 
     /// The length the complete body must have; a mismatch fails the operation with
     /// ``IntegrityError``.
     public var expectedContentLength: Int64? {
-        get { state.withLock { $0.download.expectedLength } }
-        set { state.withLock { $0.download.expectedLength = newValue } }
+        get { state.withLock { $0.settings.download.expectedLength } }
+        set { state.withLock { $0.settings.download.expectedLength = newValue } }
     }
 
     /// How the download got its bytes: resumes, restarts, bytes fetched again.
@@ -217,14 +238,14 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// The queue that callbacks run on. nil (the default) means a global concurrent queue: a
     /// server has no main queue that anybody drains.
     public var completionQueue: DispatchQueue? {
-        get { state.withLock { $0.completionQueue } }
-        set { state.withLock { $0.completionQueue = newValue } }
+        get { state.withLock { $0.settings.completionQueue } }
+        set { state.withLock { $0.settings.completionQueue = newValue } }
     }
 
     /// A group that every callback of this operation enters while it runs.
     public var completionGroup: DispatchGroup? {
-        get { state.withLock { $0.completionGroup } }
-        set { state.withLock { $0.completionGroup = newValue } }
+        get { state.withLock { $0.settings.completionGroup } }
+        set { state.withLock { $0.settings.completionGroup = newValue } }
     }
 
     /// Free-form values for the caller's own use.
@@ -236,55 +257,90 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// The credential for Basic or Digest authentication; curl negotiates which. It is sent
     /// only to the origin of ``request``, never to a host a redirect leads to.
     public var credential: URLCredential? {
-        get { state.withLock { $0.credential } }
-        set { state.withLock { $0.credential = newValue } }
+        get { state.withLock { $0.settings.credential } }
+        set { state.withLock { $0.settings.credential = newValue } }
     }
 
     /// How many redirects to follow before failing with `URLError(.httpTooManyRedirects)`;
     /// 0 follows none. Default 16.
     public var maximumRedirects: Int {
-        get { state.withLock { $0.maximumRedirects } }
-        set { state.withLock { $0.maximumRedirects = max(0, newValue) } }
+        get { state.withLock { $0.settings.maximumRedirects } }
+        set { state.withLock { $0.settings.maximumRedirects = max(0, newValue) } }
     }
 
-    /// How the server's TLS certificate is trusted. Default: the system's authorities, with
-    /// the chain and the host name verified.
+    /// How the TLS certificate of the request's host is trusted (pins, authorities, client
+    /// certificate; see Docs/Security.md). Default: the system's authorities, with the chain
+    /// and the host name verified.
+    ///
+    /// It applies to the host of ``request`` only: a redirect to another host is trusted
+    /// under that host's policy in ``securityPolicies`` (the manager's per-host policies, else
+    /// their fallback), so a lax policy set here never reaches another host.
     public var securityPolicy: SecurityPolicy {
-        get { state.withLock { $0.securityPolicy } }
-        set { state.withLock { $0.securityPolicy = newValue } }
+        get { state.withLock { $0.settings.securityPolicies.policy(for: request.url?.host) } }
+        set {
+            let host = request.url?.host
+            state.withLock { state in
+                if let host { state.settings.securityPolicies.setPolicy(newValue, for: host) } else { state.settings.securityPolicies.fallback = newValue }
+            }
+        }
+    }
+
+    /// The policy of each host this operation may reach, its request's and any a redirect
+    /// leads to. The manager sets it from its own (see
+    /// ``HTTPRequestOperationManager/setSecurityPolicy(_:forHost:)``).
+    public var securityPolicies: HostSecurityPolicies {
+        get { state.withLock { $0.settings.securityPolicies } }
+        set { state.withLock { $0.settings.securityPolicies = newValue } }
+    }
+
+    /// Header fields that hold secrets (an API key: `X-Api-Key`), dropped from the request when
+    /// a redirect leaves its origin, as `Authorization`, `Cookie` and `Proxy-Authorization`
+    /// always are. Compared case-insensitively. Default empty.
+    public var sensitiveHeaderFields: Set<String> {
+        get { state.withLock { $0.settings.sensitiveHeaderFields } }
+        set { state.withLock { $0.settings.sensitiveHeaderFields = Set(newValue.map { $0.lowercased() }) } }
+    }
+
+    /// The URL schemes the operation may use, lower-case: http and https by default. A
+    /// request or redirect to any other scheme fails with ``SecurityError``
+    /// `.schemeNotAllowed` before anything is opened; add `"file"` to read local files
+    /// through an operation. (libcurl is told the same, `CURLOPT_PROTOCOLS_STR`.)
+    public var allowedSchemes: Set<String> {
+        get { state.withLock { $0.settings.allowedSchemes } }
+        set { state.withLock { $0.settings.allowedSchemes = Set(newValue.map { $0.lowercased() }) } }
     }
 
     /// Where the operation logs: silent by default. It is captured when the operation starts
     /// (task-local loggers do not reach the network thread).
     public var logger: Logger {
-        get { state.withLock { $0.logger } }
-        set { state.withLock { $0.logger = newValue } }
+        get { state.withLock { $0.settings.logger } }
+        set { state.withLock { $0.settings.logger = newValue } }
     }
 
     /// Sets the block told about request-body bytes as curl takes them. Coalesced: a fast
     /// upload gets a few calls, each with the bytes since the previous one. Runs on
     /// ``completionQueue``.
     public func setUploadProgressBlock(_ block: TransferProgressBlock?) {
-        state.withLock { $0.uploadProgress = block }
+        state.withLock { $0.settings.uploadProgress = block }
     }
 
     /// Sets the block told about response-body bytes as they arrive. Coalesced like upload
     /// progress. Runs on ``completionQueue``.
     public func setDownloadProgressBlock(_ block: TransferProgressBlock?) {
-        state.withLock { $0.downloadProgress = block }
+        state.withLock { $0.settings.downloadProgress = block }
     }
 
     /// Sets the block that may rewrite or refuse each redirect. Without one, redirects are
     /// followed (up to ``maximumRedirects``) with the method rules of RFC 9110 §15.4. Runs on
     /// ``completionQueue``.
     public func setRedirectResponseBlock(_ block: RedirectResponseBlock?) {
-        state.withLock { $0.redirectBlock = block }
+        state.withLock { $0.settings.redirectBlock = block }
     }
 
     /// Sets the block asked for a credential when a response is 401 or 407 and no
     /// ``credential`` was accepted. Runs on ``completionQueue``.
     public func setAuthenticationChallengeBlock(_ block: AuthenticationChallengeBlock?) {
-        state.withLock { $0.challengeBlock = block }
+        state.withLock { $0.settings.challengeBlock = block }
     }
 
     // MARK: - Operation (the lifecycle is in URLConnectionOperation+Lifecycle.swift)

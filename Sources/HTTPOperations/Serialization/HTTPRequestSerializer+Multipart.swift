@@ -12,7 +12,9 @@ extension HTTPRequestSerializer {
     ///   - urlString: The URL.
     ///   - parameters: Form fields.
     ///   - block: Appends the parts; may throw (a file that cannot be read does).
-    /// - Throws: ``RequestSerializationError``, or what `block` throws.
+    /// - Throws: ``RequestSerializationError``, what `block` throws, or ``SecurityError``
+    ///   `.invalidHeaderField` / `.invalidMethod` when a part's header field or the method
+    ///   holds CR, LF or NUL.
     public func multipartFormRequest(method: String, urlString: String, parameters: [String: Any]? = nil,
                                      constructingBodyWith block: ((MultipartFormData) throws -> Void)? = nil) throws -> URLRequest {
         guard let url = URL(string: urlString) else {
@@ -20,7 +22,9 @@ extension HTTPRequestSerializer {
         }
         var request = URLRequest(url: url)
         request.httpMethod = method.uppercased()
+        try checkDefaultFields()
         request = applyingDefaults(to: request)
+        try Self.checkFields(of: request)
         let form = MultipartFormData()
         for pair in QueryString.pairs(key: nil, value: parameters ?? [:]) {
             let value = pair.value.map(QueryString.describe) ?? ""
@@ -30,6 +34,7 @@ extension HTTPRequestSerializer {
             form.appendPart(formData: data, name: pair.field)
         }
         try block?(form)
+        try form.checkHeaderFields()
         let stream = MultipartBodyStream(form)
         request.httpBodyStream = stream
         request.setValue("multipart/form-data; boundary=\(form.boundary)", forHTTPHeaderField: "Content-Type")

@@ -129,7 +129,8 @@ open class HTTPRequestSerializer: URLRequestSerialization, @unchecked Sendable {
     /// A request for `method` and `urlString` with `parameters` encoded.
     ///
     /// - Throws: ``RequestSerializationError`` for a URL that does not parse or parameters
-    ///   that cannot be encoded.
+    ///   that cannot be encoded; ``SecurityError`` for a method or header field holding CR,
+    ///   LF or NUL.
     open func request(method: String, urlString: String, parameters: Any? = nil) throws -> URLRequest {
         guard let url = URL(string: urlString) else {
             throw RequestSerializationError(.invalidURL(urlString))
@@ -142,7 +143,9 @@ open class HTTPRequestSerializer: URLRequestSerialization, @unchecked Sendable {
     /// `request` with the default header fields and properties filled in, and `parameters` in
     /// the query or a form body.
     open func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest {
+        try checkDefaultFields()
         var request = applyingDefaults(to: request)
+        try Self.checkFields(of: request)
         guard let parameters else { return request }
         let query = try queryString(for: request, parameters: parameters)
         if usesQuery(request) {
@@ -160,6 +163,24 @@ open class HTTPRequestSerializer: URLRequestSerialization, @unchecked Sendable {
             request.httpBody = body
         }
         return request
+    }
+
+    /// Throws ``SecurityError`` `.invalidHeaderField` when a default header field set with
+    /// ``setValue(_:forHTTPHeaderField:)`` holds CR, LF or NUL. (Foundation's `URLRequest`
+    /// silently drops such a value, so it must be caught here, before it is applied.)
+    func checkDefaultFields() throws {
+        for (name, value) in settings.withLock({ $0.headers }) {
+            try HTTPFieldValidation.check(name: name, value: value)
+        }
+    }
+
+    /// Throws ``SecurityError`` when the method or a header field of `request` would split it
+    /// (CR, LF or NUL; a method or field name that is not a token).
+    static func checkFields(of request: URLRequest) throws {
+        try HTTPFieldValidation.check(method: request.httpMethod ?? "GET", url: request.url)
+        for (name, value) in request.allHTTPHeaderFields ?? [:] {
+            try HTTPFieldValidation.check(name: name, value: value, url: request.url)
+        }
     }
 
     /// Whether `request`'s method puts parameters in the query.

@@ -93,6 +93,16 @@ public final class MultipartFormData {
         throttle = (max(1, packetSize), max(0.001, delay))
     }
 
+    /// Throws ``SecurityError`` `.invalidHeaderField` when a part's header field would split
+    /// the body (a MIME type or a field given to ``appendPart(headers:body:)`` with CR or LF).
+    func checkHeaderFields() throws {
+        for part in parts {
+            for field in part.headers {
+                try HTTPFieldValidation.check(name: field.name, value: field.value)
+            }
+        }
+    }
+
     private static func headers(name: String, fileName: String, mimeType: String) -> [(name: String, value: String)] {
         [("Content-Disposition", "form-data; name=\"\(quoted(name))\"; filename=\"\(quoted(fileName))\""),
          ("Content-Type", mimeType)]

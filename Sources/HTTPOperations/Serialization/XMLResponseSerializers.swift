@@ -16,7 +16,8 @@ open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Senda
         acceptableContentTypes = ["application/xml", "text/xml"]
     }
 
-    /// Returns `XMLParser(data:)` for the body, without validating the response.
+    /// Returns `XMLParser(data:)` for the body, with external entities not resolved, without
+    /// validating the response.
     ///
     /// - Throws: ``ResponseSerializationError`` with `.invalidXML` for a body that is not valid
     ///   UTF-8 (see ``XMLEncodingCheck``): the parser would crash on it when driven.
@@ -25,23 +26,32 @@ open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Senda
         if let problem = XMLEncodingCheck.problem(in: data) {
             throw ResponseSerializationError(.invalidXML(detail: problem), response: response, data: data)
         }
-        return XMLParser(data: data)
+        let parser = XMLParser(data: data)
+        // Explicitly, whatever the platform's default: a response must not make us read files.
+        parser.shouldResolveExternalEntities = false
+        return parser
     }
 }
 
 /// Validates a response and parses its body into an `XMLDocument`.
 ///
-/// Defaults: status 200–299; content types `application/xml`, `text/xml`; no options. An
-/// empty body is no document and no error.
+/// Defaults: status 200–299; content types `application/xml`, `text/xml`; external entities
+/// never loaded. An empty body is no document and no error.
 open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
     // @unchecked Sendable: `options` is set once at init and only read after.
 
-    /// Options for `XMLDocument(data:options:)`.
+    /// Options for `XMLDocument(data:options:)`. They always include
+    /// `.nodeLoadExternalEntitiesNever` and never `.nodeLoadExternalEntitiesAlways`.
     public let options: XMLNode.Options
 
     /// Creates a serializer with `options`.
+    ///
+    /// External entities are never loaded, whatever `options` say: corelibs Foundation
+    /// otherwise parses with libxml2's `XML_PARSE_NOENT`, and a response declaring
+    /// `<!ENTITY x SYSTEM "file:///etc/passwd">` would have the file's contents substituted
+    /// into the document (XXE).
     public init(options: XMLNode.Options = []) {
-        self.options = options
+        self.options = options.subtracting(.nodeLoadExternalEntitiesAlways).union(.nodeLoadExternalEntitiesNever)
         super.init()
         acceptableContentTypes = ["application/xml", "text/xml"]
     }
@@ -76,6 +86,7 @@ final class WellFormedness: NSObject, XMLParserDelegate {
     static func problem(in data: Data) -> String? {
         let check = WellFormedness()
         let parser = XMLParser(data: data)
+        parser.shouldResolveExternalEntities = false
         parser.delegate = check
         let parsed = parser.parse()
         if let error = parser.parserError { return "\(error)" }

@@ -67,7 +67,7 @@ final class CurlMulti {
 
     init(runLoop: CFRunLoop, callbacks: CallbackHandoff) {
         self.callbacks = callbacks
-        curl_global_init(Int(CURL_GLOBAL_ALL))
+        Libcurl.initialize()
         handle = curl_multi_init()
         epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
         precondition(epollFD >= 0, "epoll_create1 failed: \(String(cString: strerror(errno)))")

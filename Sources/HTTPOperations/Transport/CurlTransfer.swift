@@ -59,7 +59,7 @@ final class CurlTransfer {
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
         self.isPlain = request.method == "GET" && request.body.isNone && request.credential == nil
-            && request.securityPolicy == .default
+            && request.securityPolicy == .default && request.allowedSchemes == TransferRequest.defaultSchemes
     }
 
     deinit {
@@ -72,6 +72,10 @@ final class CurlTransfer {
     /// Why reading the request body failed, when it did: the transfer's real error (curl only
     /// says the read callback aborted).
     var bodyReadFailure: URLError? { bodyReader?.failure }
+
+    /// Why the server was not trusted, when the pins said no (see `CurlTransfer+Security.swift`):
+    /// the transfer's real error (curl only says the pre-request callback aborted).
+    var trustFailure: SecurityError?
 
     /// Whether this is a plain transfer: a GET without a body, credentials or TLS settings of
     /// its own. Such a transfer sets the same options as every other plain one, differing
@@ -143,6 +147,9 @@ final class CurlTransfer {
         setLong(CURLOPT_FOLLOWLOCATION, 0)
         setLong(CURLOPT_TCP_KEEPALIVE, 1)
         setLong(CURLOPT_LOW_SPEED_LIMIT, 1)
+        // http and https only, unless an operation allows more (`configureSecurity`).
+        setString(CURLOPT_PROTOCOLS_STR, "http,https")
+        setString(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         ccurl_easy_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION) { buffer, size, count, userData in
             Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
                 .receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
@@ -174,15 +181,8 @@ final class CurlTransfer {
             ccurl_easy_setopt_off(easy, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate))
         }
 
-        let policy = request.securityPolicy
-        if let authorities = policy.trustedCertificateAuthorities {
-            setString(CURLOPT_CAINFO, authorities.path)
-        }
-        if policy.allowInvalidCertificates {
-            setLong(CURLOPT_SSL_VERIFYPEER, 0)
-            setLong(CURLOPT_SSL_VERIFYHOST, 0)
-        } else if !policy.validatesDomainName {
-            setLong(CURLOPT_SSL_VERIFYHOST, 0)
+        if !isPlain {
+            configureSecurity(userData: me)
         }
 
         if let credential = request.credential {
@@ -255,11 +255,11 @@ final class CurlTransfer {
         ccurl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, headerList)
     }
 
-    private func setLong(_ option: CURLoption, _ value: Int) {
+    func setLong(_ option: CURLoption, _ value: Int) {
         ccurl_easy_setopt_long(easy, option, value)
     }
 
-    private func setString(_ option: CURLoption, _ value: String) {
+    func setString(_ option: CURLoption, _ value: String?) {
         ccurl_easy_setopt_string(easy, option, value)
     }
 

@@ -73,6 +73,10 @@ final class NetworkThread: @unchecked Sendable {
         self.callbacks = context.callbacks
         self.thread = context.thread
         self.inbox = inbox
+        if let problem = Libcurl.versionProblem {
+            // Said once, where an operator looks; every transfer then fails with it.
+            FileHandle.standardError.write(Data("HTTPOperations: \(problem)\n".utf8))
+        }
     }
 
     /// Runs `job` on the network thread, after the jobs queued before it.

@@ -24,6 +24,10 @@ struct TransferRequest: @unchecked Sendable {
     var credential: (user: String, password: String)?
     /// What TLS certificates to trust.
     var securityPolicy = SecurityPolicy.default
+    /// The URL schemes this transfer may use (`CURLOPT_PROTOCOLS_STR`), lower-case.
+    var allowedSchemes = TransferRequest.defaultSchemes
+    /// The schemes allowed unless an operation allows more: http and https.
+    static let defaultSchemes: Set<String> = ["http", "https"]
     /// The serial queue a `.stream` body is read on (see ``BodyReader``); one per operation,
     /// so the reads of its transfers never overlap. nil: a queue of the transfer's own.
     var bodyQueue: DispatchQueue?
@@ -37,13 +41,22 @@ struct TransferRequest: @unchecked Sendable {
     ///
     /// - Throws: `URLError(.badURL)` when the request has no URL, or an http(s) URL without a
     ///   host; `URLError(.unsupportedURL)` when it has no scheme; `URLError(.resourceUnavailable)`
-    ///   for `.returnCacheDataDontLoad` (there is no cache).
-    init(_ request: URLRequest, credential: URLCredential?) throws {
+    ///   for `.returnCacheDataDontLoad` (there is no cache); ``SecurityError`` when the scheme
+    ///   is not in `allowedSchemes` (`.schemeNotAllowed`), or the method or a header field
+    ///   would split the request (`.invalidMethod`, `.invalidHeaderField`), or the libcurl
+    ///   loaded is too old (`.unsupportedLibcurl`).
+    init(_ request: URLRequest, credential: URLCredential?, allowedSchemes: Set<String> = TransferRequest.defaultSchemes) throws {
         guard let url = request.url else {
             throw URLError(.badURL, url: nil, description: "The request has no URL.")
         }
+        if let problem = Libcurl.versionProblem {
+            throw SecurityError(problem.reason, url: url)
+        }
         guard let scheme = url.scheme?.lowercased(), !scheme.isEmpty else {
             throw URLError(.unsupportedURL, url: url, description: "The URL \(url.absoluteString) has no scheme.")
+        }
+        guard allowedSchemes.contains(scheme) else {
+            throw SecurityError(.schemeNotAllowed(scheme), url: url)
         }
         if scheme == "http" || scheme == "https", (url.host ?? "").isEmpty {
             throw URLError(.badURL, url: url, description: "The URL \(url.absoluteString) has no host.")
@@ -54,8 +67,13 @@ struct TransferRequest: @unchecked Sendable {
                            description: "HTTPOperations keeps no response cache; .returnCacheDataDontLoad cannot be answered.")
         }
         self.url = url
+        self.allowedSchemes = allowedSchemes
         self.method = (request.httpMethod ?? "GET").uppercased()
+        try HTTPFieldValidation.check(method: method, url: url)
         self.headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        for (name, value) in headers {
+            try HTTPFieldValidation.check(name: name, value: value, url: url)
+        }
         if let stream = request.httpBodyStream {
             let declared = request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
             self.body = .stream(stream, length: declared)

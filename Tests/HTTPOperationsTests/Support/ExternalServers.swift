@@ -95,6 +95,8 @@ struct Nginx: Sendable {
     /// The PEM file of the certificate authority that signed the server's certificate.
     let certificateAuthorityFile: String
     let prefix: String
+    /// The PEM file of the server's own certificate (what nginx sends, alone).
+    var serverCertificateFile: String { prefix + "/server.pem" }
 
     var baseURL: String { process.baseURL }
     var tlsBaseURL: String { "https://localhost:\(tlsPort)" }

@@ -25,6 +25,12 @@ enum Outcome: @unchecked Sendable {
     }
 
     var urlErrorCode: URLError.Code? { (error as? URLError)?.code }
+
+    /// The response object of a success, when it is bytes (`HTTPResponseSerializer`'s).
+    var data: Data? {
+        if case .success(let object) = self { return object as? Data }
+        return nil
+    }
 }
 
 /// Collects the outcomes of operations and lets a test wait for them. It counts every

@@ -1,0 +1,112 @@
+import CCurl
+import Foundation
+
+/// How a ``SecurityPolicy`` and the allowed schemes become libcurl options, and the pin check
+/// that runs between the handshake and the first byte of the request.
+extension CurlTransfer {
+    /// Sets the options of a transfer that is not plain (on a handle reset to curl's
+    /// defaults): what differs from the defaults for its policy and schemes.
+    func configureSecurity(userData: UnsafeMutableRawPointer) {
+        if request.allowedSchemes != TransferRequest.defaultSchemes {
+            let schemes = request.allowedSchemes.sorted().joined(separator: ",")
+            setString(CURLOPT_PROTOCOLS_STR, schemes)
+            setString(CURLOPT_REDIR_PROTOCOLS_STR, schemes)
+        }
+        let policy = request.securityPolicy
+        guard policy != .default else { return }
+        if let anchors = policy.anchors {
+            // The anchors in memory, the policy's identity on their first line. libcurl
+            // compares CA blobs when it looks for a connection to reuse, so a connection made
+            // (and checked) under this policy serves no other, and none made under another
+            // serves this one. Without a CA file or folder the blob is all that is trusted.
+            setString(CURLOPT_CAINFO, nil)
+            setString(CURLOPT_CAPATH, nil)
+            anchors.withUnsafeBytes { bytes in
+                _ = ccurl_easy_setopt_blob(easy, CURLOPT_CAINFO_BLOB, bytes.baseAddress, bytes.count)
+            }
+        }
+        if policy.allowInvalidCertificates {
+            setLong(CURLOPT_SSL_VERIFYPEER, 0)
+        }
+        // libcurl checks the name with OpenSSL even when the chain is not verified: allowing
+        // invalid certificates does not turn this off.
+        setLong(CURLOPT_SSL_VERIFYHOST, policy.validatesDomainName ? 2 : 0)
+        setLong(CURLOPT_SSLVERSION, policy.minimumTLSVersion == .v1_3 ? CURL_SSLVERSION_TLSv1_3 : CURL_SSLVERSION_TLSv1_2)
+        if let identity = policy.clientIdentity {
+            configureClientIdentity(identity)
+        }
+        if policy.pinningMode != .none {
+            setLong(CURLOPT_CERTINFO, 1)
+            // A resumed TLS session shows no chain: every new connection does a full handshake
+            // and shows the chain it is checked against.
+            setLong(CURLOPT_SSL_SESSIONID_CACHE, 0)
+            ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, userData)
+            ccurl_easy_setopt_prereq_callback(easy) { userData, _, _, _, _ in
+                Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue().checkServerTrust()
+            }
+        }
+    }
+
+    private func configureClientIdentity(_ identity: ClientIdentity) {
+        setString(CURLOPT_SSLCERTTYPE, "PEM")
+        setString(CURLOPT_SSLKEYTYPE, "PEM")
+        switch identity.certificate {
+        case .file(let url): setString(CURLOPT_SSLCERT, url.path)
+        case .pem(let data): setBlob(CURLOPT_SSLCERT_BLOB, data)
+        }
+        switch identity.privateKey {
+        case .file(let url): setString(CURLOPT_SSLKEY, url.path)
+        case .pem(let data): setBlob(CURLOPT_SSLKEY_BLOB, data)
+        }
+        if let passphrase = identity.passphrase {
+            setString(CURLOPT_KEYPASSWD, passphrase)
+        }
+    }
+
+    private func setBlob(_ option: CURLoption, _ data: Data) {
+        data.withUnsafeBytes { bytes in
+            _ = ccurl_easy_setopt_blob(easy, option, bytes.baseAddress, bytes.count)
+        }
+    }
+
+    /// `CURLOPT_PREREQFUNCTION`: the connection is made (TLS included) and nothing is sent
+    /// yet. Compares the chain with the pins; on a refusal, aborts the transfer and forbids
+    /// reuse, so the connection is closed rather than kept for the next request (an HTTP/2
+    /// connection would otherwise stay in curl's cache, unchecked).
+    private func checkServerTrust() -> Int32 {
+        let check = ServerTrustCheck(policy: request.securityPolicy, host: request.url.host ?? "")
+        if let refusal = check.evaluate(chain: certificateChain(), isNewConnection: madeNewConnection) {
+            trustFailure = SecurityError(refusal.reason, url: request.url)
+            setLong(CURLOPT_FORBID_REUSE, 1)
+            return Int32(ccurl_prereqfunc_abort)
+        }
+        return Int32(ccurl_prereqfunc_ok)
+    }
+
+    /// The PEM of each certificate the server sent on this transfer's connection, leaf first
+    /// (`CURLINFO_CERTINFO`); empty on a reused connection.
+    private func certificateChain() -> [String] {
+        var info: UnsafeMutablePointer<curl_certinfo>?
+        guard ccurl_easy_getinfo_certinfo(easy, &info) == CURLE_OK, let info, let lists = info.pointee.certinfo else {
+            return []
+        }
+        var chain: [String] = []
+        for index in 0..<Int(info.pointee.num_of_certs) {
+            var node = lists[index]
+            while let current = node {
+                let line = String(cString: current.pointee.data)
+                if line.hasPrefix("Cert:") { chain.append(String(line.dropFirst("Cert:".count))) }
+                node = current.pointee.next
+            }
+        }
+        return chain
+    }
+
+    /// Whether this transfer made its connection rather than reuse one
+    /// (`CURLINFO_NUM_CONNECTS`).
+    private var madeNewConnection: Bool {
+        var count = 0
+        guard ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &count) == CURLE_OK else { return true }
+        return count > 0
+    }
+}
