@@ -82,6 +82,38 @@ extension AllTests {
             }
         }
 
+        @Test func aLaxConnectionToNginxIsNeverReusedByAStrictPolicy() async throws {
+            let nginx = ExternalServers.nginx
+            let url = URL(string: nginx.tlsBaseURL + "/connection")!
+            let authority = try TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile))
+            let lax = try SecurityPolicy(trustedCertificateAuthorities: authority)
+            let strict = try SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: authority, trustedCertificateAuthorities: authority)
+            let first = HTTPRequestOperation(request: URLRequest(url: url))
+            first.securityPolicy = lax
+            #expect(try await run(first).error == nil)
+            // HTTP/2: the lax connection is open and multiplexable; the strict request must
+            // not ride it (the authority's key is not in the chain nginx sends).
+            let second = HTTPRequestOperation(request: URLRequest(url: url))
+            second.securityPolicy = strict
+            #expect((try await run(second).error as? SecurityError)?.code == .pinMismatch)
+        }
+
+        @Test func nginxGetsTheClientCertificateItDemands() async throws {
+            let nginx = ExternalServers.nginx
+            let url = URL(string: "https://localhost:\(nginx.mutualTLSPort)/client")!
+            let authority = try TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile))
+            let without = HTTPRequestOperation(request: URLRequest(url: url))
+            without.securityPolicy = try SecurityPolicy(trustedCertificateAuthorities: authority)
+            _ = try await run(without)
+            #expect(without.response?.statusCode == 400, "nginx answers 400 without a certificate")
+            let identity = try ClientIdentity(certificateFile: URL(fileURLWithPath: nginx.prefix + "/client.pem"),
+                                              privateKeyFile: URL(fileURLWithPath: nginx.prefix + "/client.key"))
+            let with = HTTPRequestOperation(request: URLRequest(url: url))
+            with.securityPolicy = try SecurityPolicy(trustedCertificateAuthorities: authority, clientIdentity: identity)
+            #expect(try await run(with).error == nil)
+            #expect(with.responseString?.contains("httpop client") == true, "\(with.responseString ?? "")")
+        }
+
         @Test func anUntrustedCertificateIsRefused() async throws {
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: ExternalServers.nginx.tlsBaseURL + "/protocol")!))
             let outcome = try await run(op)

@@ -40,7 +40,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var requestSerializer = HTTPRequestSerializer()
         var responseSerializer: any URLResponseSerialization = JSONResponseSerializer()
         var securityPolicies = HostSecurityPolicies()
-        var allowedSchemes = TransferRequest.defaultSchemes
+        var allowedSchemes: Set<String>?
         var sensitiveHeaderFields: Set<String> = []
         var completionQueue: DispatchQueue?
         var completionGroup: DispatchGroup?
@@ -128,8 +128,11 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// The URL schemes the manager's operations may use: http and https by default (see
     /// ``URLConnectionOperation/allowedSchemes``).
     public var allowedSchemes: Set<String> {
-        get { settings.withLock { $0.allowedSchemes } }
-        set { settings.withLock { $0.allowedSchemes = Set(newValue.map { $0.lowercased() }) } }
+        get { settings.withLock { $0.allowedSchemes } ?? TransferRequest.defaultSchemes }
+        set {
+            let schemes = TransferRequest.normalized(newValue)
+            settings.withLock { $0.allowedSchemes = schemes }
+        }
     }
 
     /// The queue callbacks run on; nil means a global concurrent queue.
@@ -189,16 +192,18 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     func configure(_ operation: HTTPRequestOperation, success: Success?, failure: Failure?) {
         let settings = settings.withLock { $0 }
         operation.responseSerializer = settings.responseSerializer
-        operation.securityPolicies = settings.securityPolicies
-        operation.allowedSchemes = settings.allowedSchemes
-        operation.sensitiveHeaderFields = settings.sensitiveHeaderFields
-        operation.credential = settings.credential
-        if settings.credential != nil, let baseURL {
+        // One lock for what goes to the operation's settings, already normalized here.
+        let baseURL = baseURL
+        operation.state.withLock { state in
+            state.settings.securityPolicies = settings.securityPolicies
+            state.settings.allowedSchemes = settings.allowedSchemes
+            state.settings.sensitiveHeaderFields = settings.sensitiveHeaderFields
+            state.settings.credential = settings.credential
             // The manager's credential is for its base URL's origin, whatever URL a request names.
-            operation.state.withLock { $0.settings.credentialOrigin = baseURL }
+            if settings.credential != nil, let baseURL { state.settings.credentialOrigin = baseURL }
+            state.settings.completionQueue = settings.completionQueue
+            state.settings.completionGroup = settings.completionGroup
         }
-        operation.completionQueue = settings.completionQueue
-        operation.completionGroup = settings.completionGroup
         var failureBlock: HTTPRequestOperation.FailureBlock?
         if let failure {
             failureBlock = { @Sendable operation, error in failure(operation, error) }

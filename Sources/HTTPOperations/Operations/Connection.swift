@@ -26,7 +26,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     let uploadProgress: ProgressReporter?
     let downloadProgress: ProgressReporter?
     private let securityPolicies: HostSecurityPolicies
-    private let allowedSchemes: Set<String>
+    private let allowedSchemes: Set<String>?
     /// Header fields dropped, besides the credential ones, when a redirect leaves the origin.
     let sensitiveHeaderFields: Set<String>
     let download: DownloadConfiguration
@@ -213,7 +213,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// security policy of the host it goes to.
     private static func transferRequest(for request: URLRequest, credential: URLCredential?, credentialOrigin: URL?,
                                         securityPolicies: HostSecurityPolicies,
-                                        allowedSchemes: Set<String>) throws -> TransferRequest {
+                                        allowedSchemes: Set<String>?) throws -> TransferRequest {
         // The credential belongs to the origin it was given for, not to wherever a redirect
         // leads. (Foundation's URL parses its host on each call: asked only when there is a
         // credential to give.)

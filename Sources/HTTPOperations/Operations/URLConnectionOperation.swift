@@ -62,7 +62,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var redirectBlock: RedirectResponseBlock?
         var challengeBlock: AuthenticationChallengeBlock?
         var securityPolicies = HostSecurityPolicies()
-        var allowedSchemes = TransferRequest.defaultSchemes
+        /// nil: http and https (see ``TransferRequest/allowedSchemes``).
+        var allowedSchemes: Set<String>?
         var sensitiveHeaderFields: Set<String> = []
         /// Downloads: where the body goes, how it continues, and what it must add up to.
         var download = DownloadConfiguration()
@@ -306,8 +307,11 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// `.schemeNotAllowed` before anything is opened; add `"file"` to read local files
     /// through an operation. (libcurl is told the same, `CURLOPT_PROTOCOLS_STR`.)
     public var allowedSchemes: Set<String> {
-        get { state.withLock { $0.settings.allowedSchemes } }
-        set { state.withLock { $0.settings.allowedSchemes = Set(newValue.map { $0.lowercased() }) } }
+        get { state.withLock { $0.settings.allowedSchemes } ?? TransferRequest.defaultSchemes }
+        set {
+            let schemes = TransferRequest.normalized(newValue)
+            state.withLock { $0.settings.allowedSchemes = schemes }
+        }
     }
 
     /// Where the operation logs: silent by default. It is captured when the operation starts

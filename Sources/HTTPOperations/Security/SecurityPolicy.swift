@@ -43,30 +43,30 @@ public struct SecurityPolicy: Sendable, Hashable {
     public static let `default` = SecurityPolicy(unchecked: ())
 
     /// What is pinned. Default ``PinningMode/none``.
-    public let pinningMode: PinningMode
+    public var pinningMode: PinningMode { storage.pinningMode }
     /// The pinned certificates: the anchors in ``PinningMode/certificate`` mode, the sources
     /// of public-key pins in ``PinningMode/publicKey`` mode.
-    public let pinnedCertificates: [TLSCertificate]
+    public var pinnedCertificates: [TLSCertificate] { storage.pinnedCertificates }
     /// Every public-key pin: those given, and those of ``pinnedCertificates``. Compared in
     /// ``PinningMode/publicKey`` mode.
-    public let pinnedPublicKeys: Set<PublicKeyPin>
+    public var pinnedPublicKeys: Set<PublicKeyPin> { storage.pinnedPublicKeys }
     /// The certificate authorities to trust instead of the system's; nil trusts the system's
     /// (the bundle libcurl was built with, `/etc/ssl/certs/ca-certificates.crt` on Debian).
-    public let trustedCertificateAuthorities: [TLSCertificate]?
+    public var trustedCertificateAuthorities: [TLSCertificate]? { storage.trustedCertificateAuthorities }
     /// Accept a chain that leads to no trusted authority (expired, self-signed, unknown CA).
     /// Pins are still checked, and so is the host name unless ``validatesDomainName`` is
     /// false: allowing invalid certificates never turns the host check off by itself. For
     /// development, or with pins. Default false.
-    public let allowInvalidCertificates: Bool
+    public var allowInvalidCertificates: Bool { storage.allowInvalidCertificates }
     /// Require the certificate to name the host the URL names. Default true.
-    public let validatesDomainName: Bool
+    public var validatesDomainName: Bool { storage.validatesDomainName }
     /// The certificate shown to a server that asks for one (mutual TLS). Default nil.
-    public let clientIdentity: ClientIdentity?
+    public var clientIdentity: ClientIdentity? { storage.clientIdentity }
     /// The lowest TLS version accepted. Default ``TLSVersion/v1_2``.
-    public let minimumTLSVersion: TLSVersion
+    public var minimumTLSVersion: TLSVersion { storage.minimumTLSVersion }
     /// A digest of every setting above: equal policies have equal identities, and libcurl
     /// is told it, so that no connection crosses from one policy to another.
-    let identity: String
+    var identity: String { storage.identity }
 
     /// Creates a policy, refusing settings that contradict each other.
     ///
@@ -91,30 +91,26 @@ public struct SecurityPolicy: Sendable, Hashable {
         try Self.validate(pinningMode: pinningMode, pinnedCertificates: pinnedCertificates,
                           pinnedPublicKeys: pinnedPublicKeys, trustedCertificateAuthorities: trustedCertificateAuthorities,
                           allowInvalidCertificates: allowInvalidCertificates, validatesDomainName: validatesDomainName)
-        self.pinningMode = pinningMode
-        self.pinnedCertificates = pinnedCertificates
-        self.pinnedPublicKeys = Set(pinnedPublicKeys).union(pinnedCertificates.map(\.publicKeyPin))
-        self.trustedCertificateAuthorities = trustedCertificateAuthorities
-        self.allowInvalidCertificates = allowInvalidCertificates
-        self.validatesDomainName = validatesDomainName
-        self.clientIdentity = clientIdentity
-        self.minimumTLSVersion = minimumTLSVersion
         let isDefault = pinningMode == .none && trustedCertificateAuthorities == nil && !allowInvalidCertificates
             && validatesDomainName && clientIdentity == nil && minimumTLSVersion == .v1_2
         guard !isDefault else {
             // `SecurityPolicy()` is `.default`, for libcurl too (no blob, the shared handles).
-            self.identity = SecurityPolicy.default.identity
-            self.anchors = nil
+            self = .default
             return
         }
-        self.identity = Self.identity(pinningMode: pinningMode, pinnedCertificates: pinnedCertificates,
-                                      pinnedPublicKeys: self.pinnedPublicKeys,
-                                      trustedCertificateAuthorities: trustedCertificateAuthorities,
-                                      allowInvalidCertificates: allowInvalidCertificates,
-                                      validatesDomainName: validatesDomainName, clientIdentity: clientIdentity,
-                                      minimumTLSVersion: minimumTLSVersion)
-        self.anchors = try Self.anchors(pinningMode: pinningMode, pinnedCertificates: pinnedCertificates,
-                                        trustedCertificateAuthorities: trustedCertificateAuthorities, identity: identity)
+        let keys = Set(pinnedPublicKeys).union(pinnedCertificates.map(\.publicKeyPin))
+        let identity = Self.identity(pinningMode: pinningMode, pinnedCertificates: pinnedCertificates, pinnedPublicKeys: keys,
+                                     trustedCertificateAuthorities: trustedCertificateAuthorities,
+                                     allowInvalidCertificates: allowInvalidCertificates,
+                                     validatesDomainName: validatesDomainName, clientIdentity: clientIdentity,
+                                     minimumTLSVersion: minimumTLSVersion)
+        let anchors = try Self.anchors(pinningMode: pinningMode, pinnedCertificates: pinnedCertificates,
+                                       trustedCertificateAuthorities: trustedCertificateAuthorities, identity: identity)
+        storage = Storage(pinningMode: pinningMode, pinnedCertificates: pinnedCertificates, pinnedPublicKeys: keys,
+                          trustedCertificateAuthorities: trustedCertificateAuthorities,
+                          allowInvalidCertificates: allowInvalidCertificates, validatesDomainName: validatesDomainName,
+                          clientIdentity: clientIdentity, minimumTLSVersion: minimumTLSVersion,
+                          identity: identity, anchors: anchors)
     }
 
     /// A policy pinning `pinnedCertificates` in `pinningMode`, trusting the system's
@@ -125,16 +121,9 @@ public struct SecurityPolicy: Sendable, Hashable {
 
     /// The default policy, built without checks (it has nothing to check).
     private init(unchecked: Void) {
-        pinningMode = .none
-        pinnedCertificates = []
-        pinnedPublicKeys = []
-        trustedCertificateAuthorities = nil
-        allowInvalidCertificates = false
-        validatesDomainName = true
-        clientIdentity = nil
-        minimumTLSVersion = .v1_2
-        identity = "default"
-        anchors = nil
+        storage = Storage(pinningMode: .none, pinnedCertificates: [], pinnedPublicKeys: [], trustedCertificateAuthorities: nil,
+                          allowInvalidCertificates: false, validatesDomainName: true, clientIdentity: nil,
+                          minimumTLSVersion: .v1_2, identity: "default", anchors: nil)
     }
 
     /// The PEM libcurl is given as `CURLOPT_CAINFO_BLOB`: a first line naming ``identity``
@@ -142,9 +131,43 @@ public struct SecurityPolicy: Sendable, Hashable {
     /// pins nothing and trusts the system's authorities, which leaves libcurl's own CA file
     /// (and its CA cache) in place: libcurl's connection match already tells such policies
     /// apart (verification flags, TLS version, client certificate).
-    let anchors: Data?
+    var anchors: Data? { storage.anchors }
 
-    public static func == (lhs: SecurityPolicy, rhs: SecurityPolicy) -> Bool { lhs.identity == rhs.identity }
+    /// Every setting, in one immutable object: a policy is copied into every operation and
+    /// every transfer, and a copy is then one retain.
+    private let storage: Storage
+
+    private final class Storage: Sendable {
+        let pinningMode: PinningMode
+        let pinnedCertificates: [TLSCertificate]
+        let pinnedPublicKeys: Set<PublicKeyPin>
+        let trustedCertificateAuthorities: [TLSCertificate]?
+        let allowInvalidCertificates: Bool
+        let validatesDomainName: Bool
+        let clientIdentity: ClientIdentity?
+        let minimumTLSVersion: TLSVersion
+        let identity: String
+        let anchors: Data?
+
+        init(pinningMode: PinningMode, pinnedCertificates: [TLSCertificate], pinnedPublicKeys: Set<PublicKeyPin>,
+             trustedCertificateAuthorities: [TLSCertificate]?, allowInvalidCertificates: Bool, validatesDomainName: Bool,
+             clientIdentity: ClientIdentity?, minimumTLSVersion: TLSVersion, identity: String, anchors: Data?) {
+            self.pinningMode = pinningMode
+            self.pinnedCertificates = pinnedCertificates
+            self.pinnedPublicKeys = pinnedPublicKeys
+            self.trustedCertificateAuthorities = trustedCertificateAuthorities
+            self.allowInvalidCertificates = allowInvalidCertificates
+            self.validatesDomainName = validatesDomainName
+            self.clientIdentity = clientIdentity
+            self.minimumTLSVersion = minimumTLSVersion
+            self.identity = identity
+            self.anchors = anchors
+        }
+    }
+
+    public static func == (lhs: SecurityPolicy, rhs: SecurityPolicy) -> Bool {
+        lhs.storage === rhs.storage || lhs.identity == rhs.identity
+    }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(identity) }
 

@@ -7,8 +7,8 @@ extension CurlTransfer {
     /// Sets the options of a transfer that is not plain (on a handle reset to curl's
     /// defaults): what differs from the defaults for its policy and schemes.
     func configureSecurity(userData: UnsafeMutableRawPointer) {
-        if request.allowedSchemes != TransferRequest.defaultSchemes {
-            let schemes = request.allowedSchemes.sorted().joined(separator: ",")
+        if let allowed = request.allowedSchemes {
+            let schemes = allowed.sorted().joined(separator: ",")
             setString(CURLOPT_PROTOCOLS_STR, schemes)
             setString(CURLOPT_REDIR_PROTOCOLS_STR, schemes)
         }

@@ -59,7 +59,7 @@ final class CurlTransfer {
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
         self.isPlain = request.method == "GET" && request.body.isNone && request.credential == nil
-            && request.securityPolicy == .default && request.allowedSchemes == TransferRequest.defaultSchemes
+            && request.securityPolicy == .default && request.allowedSchemes == nil
     }
 
     deinit {

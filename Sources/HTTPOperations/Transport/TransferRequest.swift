@@ -24,10 +24,17 @@ struct TransferRequest: @unchecked Sendable {
     var credential: (user: String, password: String)?
     /// What TLS certificates to trust.
     var securityPolicy = SecurityPolicy.default
-    /// The URL schemes this transfer may use (`CURLOPT_PROTOCOLS_STR`), lower-case.
-    var allowedSchemes = TransferRequest.defaultSchemes
+    /// The URL schemes this transfer may use (`CURLOPT_PROTOCOLS_STR`), lower-case; nil for
+    /// http and https, the default (checked without hashing anything, on every request).
+    var allowedSchemes: Set<String>?
     /// The schemes allowed unless an operation allows more: http and https.
     static let defaultSchemes: Set<String> = ["http", "https"]
+
+    /// `schemes` as stored: lower-case, nil when they are the default.
+    static func normalized(_ schemes: Set<String>) -> Set<String>? {
+        let lowered = Set(schemes.map { $0.lowercased() })
+        return lowered == defaultSchemes ? nil : lowered
+    }
     /// The serial queue a `.stream` body is read on (see ``BodyReader``); one per operation,
     /// so the reads of its transfers never overlap. nil: a queue of the transfer's own.
     var bodyQueue: DispatchQueue?
@@ -45,7 +52,7 @@ struct TransferRequest: @unchecked Sendable {
     ///   is not in `allowedSchemes` (`.schemeNotAllowed`), or the method or a header field
     ///   would split the request (`.invalidMethod`, `.invalidHeaderField`), or the libcurl
     ///   loaded is too old (`.unsupportedLibcurl`).
-    init(_ request: URLRequest, credential: URLCredential?, allowedSchemes: Set<String> = TransferRequest.defaultSchemes) throws {
+    init(_ request: URLRequest, credential: URLCredential?, allowedSchemes: Set<String>? = nil) throws {
         guard let url = request.url else {
             throw URLError(.badURL, url: nil, description: "The request has no URL.")
         }
@@ -55,7 +62,7 @@ struct TransferRequest: @unchecked Sendable {
         guard let scheme = url.scheme?.lowercased(), !scheme.isEmpty else {
             throw URLError(.unsupportedURL, url: url, description: "The URL \(url.absoluteString) has no scheme.")
         }
-        guard allowedSchemes.contains(scheme) else {
+        guard allowedSchemes?.contains(scheme) ?? (scheme == "http" || scheme == "https") else {
             throw SecurityError(.schemeNotAllowed(scheme), url: url)
         }
         if scheme == "http" || scheme == "https", (url.host ?? "").isEmpty {

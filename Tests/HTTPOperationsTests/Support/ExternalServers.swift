@@ -92,6 +92,9 @@ struct Nginx: Sendable {
     let process: ManagedProcess
     /// The TLS port, which offers HTTP/2 through ALPN.
     let tlsPort: Int
+    /// A TLS port that demands a client certificate signed by the test authority
+    /// (`client.pem` and `client.key` in ``prefix``); `/client` answers its subject.
+    let mutualTLSPort: Int
     /// The PEM file of the certificate authority that signed the server's certificate.
     let certificateAuthorityFile: String
     let prefix: String
@@ -124,16 +127,20 @@ struct Nginx: Sendable {
         // A certificate authority and a server certificate for localhost, made for this run.
         let ca = prefix + "/ca.pem", caKey = prefix + "/ca.key", key = prefix + "/server.key"
         let csr = prefix + "/server.csr", cert = prefix + "/server.pem", ext = prefix + "/server.ext"
+        let clientKey = prefix + "/client.key", clientCSR = prefix + "/client.csr", clientCert = prefix + "/client.pem"
         try Data("subjectAltName=DNS:localhost,IP:127.0.0.1\n".utf8).write(to: URL(fileURLWithPath: ext))
         let steps: [[String]] = [
             ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", caKey, "-out", ca, "-days", "2", "-subj", "/CN=HTTPOperations test CA"],
             ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=localhost"],
             ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", caKey, "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext],
+            // A client certificate from the same authority, for the port that demands one.
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", clientKey, "-out", clientCSR, "-subj", "/CN=httpop client"],
+            ["x509", "-req", "-in", clientCSR, "-CA", ca, "-CAkey", caKey, "-CAcreateserial", "-out", clientCert, "-days", "2"],
         ]
         for step in steps where run("/usr/bin/openssl", step) != 0 {
             throw ServerError("openssl \(step.first ?? "") failed")
         }
-        let port = try freeLoopbackPort(), tlsPort = try freeLoopbackPort()
+        let port = try freeLoopbackPort(), tlsPort = try freeLoopbackPort(), mutualTLSPort = try freeLoopbackPort()
         let config = """
         daemon off;
         master_process off;
@@ -159,12 +166,22 @@ struct Nginx: Sendable {
                 location = /protocol { return 200 "$server_protocol"; }
                 location /throttled/ { alias \(prefix)/www/; limit_rate 4m; }
             }
+            server {
+                listen 127.0.0.1:\(mutualTLSPort) ssl http2;
+                ssl_certificate \(cert);
+                ssl_certificate_key \(key);
+                ssl_client_certificate \(ca);
+                ssl_verify_client on;
+                root \(prefix)/www;
+                location = /client { return 200 "$ssl_client_s_dn"; }
+            }
         }
         """
         try Data(config.utf8).write(to: URL(fileURLWithPath: prefix + "/nginx.conf"))
         let process = try ManagedProcess.start(nginx, ["-c", prefix + "/nginx.conf", "-p", prefix], port: port, removing: prefix)
         try waitUntilAccepting(port: tlsPort, timeout: 20)
-        return Nginx(process: process, tlsPort: tlsPort, certificateAuthorityFile: ca, prefix: prefix)
+        try waitUntilAccepting(port: mutualTLSPort, timeout: 20)
+        return Nginx(process: process, tlsPort: tlsPort, mutualTLSPort: mutualTLSPort, certificateAuthorityFile: ca, prefix: prefix)
     }
 }
 
