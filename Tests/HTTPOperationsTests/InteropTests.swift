@@ -114,6 +114,27 @@ extension AllTests {
             #expect(with.responseString?.contains("httpop client") == true, "\(with.responseString ?? "")")
         }
 
+        @Test func nginxNeverSeesASplitRequestOrABodyMovedToPlainHTTP() async throws {
+            let nginx = ExternalServers.nginx
+            let authority = try TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile))
+            let marker = "split-\(UUID().uuidString)"
+            var split = URLRequest(url: URL(string: nginx.baseURL + "/\(marker)")!)
+            split.setValue("v", forHTTPHeaderField: "X-Bad\r\nX-Injected")
+            #expect((try await run(HTTPRequestOperation(request: split)).error as? SecurityError)?.code == .invalidHeaderField)
+
+            var post = URLRequest(url: URL(string: nginx.tlsBaseURL + "/to-plain-http")!)
+            post.httpMethod = "POST"
+            post.httpBody = Data("card=4111111111111111".utf8)
+            let op = HTTPRequestOperation(request: post)
+            op.securityPolicy = try SecurityPolicy(trustedCertificateAuthorities: authority)
+            #expect((try await run(op).error as? SecurityError)?.code == .insecureRedirect)
+            let log = nginx.accessLog
+            #expect(!log.contains { $0.contains(marker) }, "the split request reached nginx")
+            #expect(log.contains { $0.hasPrefix("/to-plain-http 307") })
+            // A POST that reached the static file would be logged as a 405.
+            #expect(!log.contains { $0.hasPrefix("/hello.txt 405") })
+        }
+
         @Test func anUntrustedCertificateIsRefused() async throws {
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: ExternalServers.nginx.tlsBaseURL + "/protocol")!))
             let outcome = try await run(op)

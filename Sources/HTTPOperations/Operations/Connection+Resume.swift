@@ -116,6 +116,8 @@ extension Connection {
                 return nil
             }
         }
+        // Nothing expected and no file: nothing to run on the callback queue (most requests).
+        guard download.expectedSHA256 != nil || download.expectedLength != nil || writerQueue != nil else { return nil }
         let check = IntegrityCheck(expectedSHA256: download.expectedSHA256, expectedLength: download.expectedLength,
                                    file: sink?.destination)
         let sidecar = sink?.destination.map(ResumeData.sidecarURL(for:))

@@ -464,9 +464,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             logger.debug("transfer failed", metadata: ["error": "\(error)"])
             publishResumeData(saving: true)
         } else {
-            // Complete: there is nothing left to resume.
             publishMetricsIfChanged()
-            operation.state.withLock { $0.resumeData = nil }
         }
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
         let data = separateBody ?? ((sink?.isMemory ?? true) ? sink?.takeMemory() ?? Data() : nil)

@@ -147,6 +147,8 @@ extension URLConnectionOperation {
                 state.responseHead = nil
             }
             state.responseData = data
+            // Complete: there is nothing left to resume (in this lock, not one more).
+            if error == nil { state.resumeData = nil }
             // A cancel that won the lock before this point turns any outcome into a
             // cancellation: a cancelled operation never reports success.
             state.error = state.cancelRequested ? cancellationError() : error

@@ -164,6 +164,7 @@ struct Nginx: Sendable {
                 root \(prefix)/www;
                 location = /connection { return 200 "$connection"; }
                 location = /protocol { return 200 "$server_protocol"; }
+                location = /to-plain-http { return 307 http://127.0.0.1:\(port)/hello.txt; }
                 location /throttled/ { alias \(prefix)/www/; limit_rate 4m; }
             }
             server {
