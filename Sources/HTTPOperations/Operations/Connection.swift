@@ -67,7 +67,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     /// Snapshots the operation's configuration, works out the first transfer and opens the
     /// body's destination, on the calling thread.
-    init(operation: URLConnectionOperation, settings configuration: URLConnectionOperation.Settings, request: URLRequest) {
+    init(operation: URLConnectionOperation, settings configuration: consuming URLConnectionOperation.Settings, request: URLRequest) {
         self.operation = operation
         self.logger = configuration.logger
         self.completionGroup = configuration.completionGroup

@@ -31,13 +31,13 @@ extension URLConnectionOperation {
             return
         }
         // Built outside the lock: it works out the first transfer and opens the body's file.
-        let connection = Connection(operation: self, settings: settings, request: request)
+        let connection = Connection(operation: self, settings: consume settings, request: request)
         let (paused, cancelled, pauseCompletions) = state.withLock { state in
             state.connection = connection
             defer { state.pendingPauseCompletions.removeAll() }
             return (state.phase == .paused, state.cancelRequested, state.pendingPauseCompletions)
         }
-        settings.logger.debug("operation started", metadata: ["url": "\(request.url?.absoluteString ?? "")"])
+        connection.logger.debug("operation started", metadata: ["url": "\(request.url?.absoluteString ?? "")"])
         NetworkThread.shared.perform {
             // A pause or cancel that came while the connection was being made is not lost:
             // the network thread runs these in order.

@@ -25,7 +25,7 @@ enum HTTPFieldValidation {
     /// `token = 1*tchar`: letters, digits and ``!#$%&'*+-.^_`|~``.
     static func isToken(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.withBytes { bytes in
-            bytes.allSatisfy { tokenBytes[Int($0)] }
+            bytes.allSatisfy(isTokenByte)
         }
     }
 
@@ -37,13 +37,17 @@ enum HTTPFieldValidation {
         }
     }
 
-    /// Which bytes are `tchar`.
-    private static let tokenBytes: [Bool] = (0..<256).map { byte in
-        switch UInt8(byte) {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+    /// Whether `byte` is a `tchar` (a switch, not a table: checked on every request, it
+    /// touches no global).
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+             UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
             true
         default:
-            "!#$%&'*+-.^_`|~".utf8.contains(UInt8(byte))
+            false
         }
     }
 }

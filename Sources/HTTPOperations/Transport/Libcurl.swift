@@ -15,7 +15,7 @@ enum Libcurl {
     /// A ``SecurityError`` `.unsupportedLibcurl` when the libcurl loaded is older than
     /// ``minimumVersion``; nil when it is recent enough. Checked when the network thread
     /// starts; every transfer fails with it rather than run on an unsafe libcurl.
-    static var versionProblem: SecurityError? { facts.problem }
+    static let versionProblem: SecurityError? = facts.problem
 
     /// The CA bundle libcurl trusts by default (`CURLINFO_CAINFO`), nil when it was built
     /// without one.
