@@ -12,7 +12,7 @@ import Foundation
 /// Every check runs before any byte of the request is sent: libcurl verifies the chain and
 /// the host name during the handshake; the pins are compared in `CURLOPT_PREREQFUNCTION`,
 /// which runs after the handshake and before the request. A connection made under one policy
-/// is never reused by a request under another (see ``ServerTrustCheck``).
+/// is never reused by a request under another (Docs/Security.md, "Connection reuse").
 public struct SecurityPolicy: Sendable, Hashable {
     /// What is pinned.
     public enum PinningMode: Sendable, Hashable {
