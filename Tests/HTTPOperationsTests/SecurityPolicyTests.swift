@@ -2,6 +2,7 @@ import Foundation
 @testable import HTTPOperations
 import HTTPTestServer
 import HTTPTestTLSServer
+import Synchronization
 import Testing
 
 /// The security policy against the in-process TLS server (NIOSSL, certificates made in
@@ -241,6 +242,59 @@ extension AllTests {
             let outcome = try await Self.get(server, modern)
             #expect(outcome.urlErrorCode == .secureConnectionFailed, "\(String(describing: outcome.error))")
             #expect(server.http.receivedRequests.count == 1)
+        }
+
+        // MARK: - The server-trust block
+
+        @Test func aServerTrustBlockJudgesEachNewServerOnceOffTheNetworkThread() async throws {
+            let server = try TLSTestServer.start(.selfSigned)
+            defer { server.shutdown() }
+            let lax = try SecurityPolicy(allowInvalidCertificates: true, validatesDomainName: false)
+            let expected = Self.certificates.selfSignedLeaf.certificateDER
+            let asked = Mutex<[String]>([])
+            let manager = HTTPRequestOperationManager()
+            manager.responseSerializer = HTTPResponseSerializer()
+            manager.securityPolicy = lax
+            manager.setServerTrustEvaluationBlock { _, trust in
+                let onNetworkThread = NetworkThread.shared.isCurrentThread
+                asked.withLock { $0.append("\(trust.host):\(trust.port) network=\(onNetworkThread)") }
+                return trust.certificates.first?.derEncoded == expected
+            }
+            for _ in 0..<3 {
+                let op = manager.httpRequestOperation(with: URLRequest(url: server.http.url(.bytes(10))), success: nil, failure: nil)
+                let outcome = try await run(op)
+                #expect(outcome.error == nil, "\(String(describing: outcome.error))")
+            }
+            #expect(asked.withLock { $0 } == ["127.0.0.1:\(server.http.port) network=false"])
+            #expect(server.http.receivedRequests.count == 3)
+            // The connection the question stopped is closed; the approved one serves the rest.
+            #expect(server.http.acceptedConnections == 2)
+        }
+
+        @Test func aServerTrustBlockThatSaysNoSendsNothing() async throws {
+            let server = try TLSTestServer.start(.impostor)
+            defer { server.shutdown() }
+            let op = HTTPRequestOperation(request: URLRequest(url: server.http.url(.bytes(10))))
+            op.securityPolicy = try SecurityPolicy(allowInvalidCertificates: true, validatesDomainName: false)
+            let expected = Self.certificates.selfSignedLeaf.certificateDER
+            op.setServerTrustEvaluationBlock { _, trust in trust.certificates.first?.derEncoded == expected }
+            let outcome = try await run(op)
+            #expect((outcome.error as? SecurityError)?.reason == .serverTrustRefused(host: "127.0.0.1"), "\(String(describing: outcome.error))")
+            #expect(server.http.receivedRequests.isEmpty)
+        }
+
+        @Test func aServerTrustBlockCannotAcceptWhatThePolicyRefused() async throws {
+            let server = try TLSTestServer.start(.selfSigned)
+            defer { server.shutdown() }
+            let op = HTTPRequestOperation(request: URLRequest(url: server.http.url(.bytes(10))))
+            let asked = Mutex(0)
+            op.setServerTrustEvaluationBlock { _, _ in
+                asked.withLock { $0 += 1 }
+                return true
+            }
+            #expect(try await run(op).urlErrorCode == .serverCertificateUntrusted)
+            #expect(asked.withLock { $0 } == 0)
+            #expect(server.http.receivedRequests.isEmpty)
         }
 
         // MARK: - Per-host policies

@@ -332,6 +332,40 @@ extension AllTests {
 
         // MARK: - Ending, limits, the writer
 
+        @Test func aServerTrustQuestionSendsTheSameRequestOnYesAndFailsOnNo() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            #expect(machine.serverTrustQuestioned() == .ask)
+            #expect(machine.phase == .deciding)
+            #expect(machine.decided(proceed: true) == .send(.init(rangeFrom: nil, validator: nil, reason: .serverTrusted)))
+            #expect(machine.phase == .transferring)
+
+            var refused = Self.machine()
+            _ = refused.begin(held: 0)
+            _ = refused.serverTrustQuestioned()
+            #expect(refused.decided(proceed: false) == .report(.failure(.serverTrustRefused)))
+            #expect(refused.isFinished)
+
+            // Paused while the block decides: its yes waits for the resume, which sends again.
+            var paused = Self.machine()
+            _ = paused.begin(held: 0)
+            _ = paused.serverTrustQuestioned()
+            _ = paused.pause()
+            #expect(paused.decided(proceed: true) == .ignored)
+            #expect(paused.resume() == .send(.init(rangeFrom: nil, validator: nil, reason: .serverTrusted)))
+        }
+
+        @Test func aServerWhoseChainKeepsChangingIsAskedAboutABoundedNumberOfTimes() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            for _ in 0..<machine.configuration.maximumChallenges {
+                #expect(machine.serverTrustQuestioned() == .ask)
+                _ = machine.decided(proceed: true)
+            }
+            #expect(machine.serverTrustQuestioned() == .report(.failure(.serverTrustRefused)))
+            #expect(machine.isFinished)
+        }
+
         @Test func endingIsOnceAndSilencesEveryLaterEvent() {
             var machine = Self.machine()
             _ = machine.begin(held: 0)
@@ -391,7 +425,7 @@ extension AllTests {
         // MARK: - Every phase against every event
 
         enum Event: String, CaseIterable {
-            case begin, head, body, completed, dropped, pause, resume, end, retryTimer, proceed, refuse, writerCaughtUp
+            case begin, head, body, completed, dropped, pause, resume, end, retryTimer, proceed, refuse, writerCaughtUp, trustQuestioned
         }
 
         /// A machine in `phase`, reached through events (with a body of 10 bytes held and a
@@ -448,6 +482,7 @@ extension AllTests {
             case .proceed: _ = machine.decided(proceed: true)
             case .refuse: _ = machine.decided(proceed: false)
             case .writerCaughtUp: _ = machine.writerCaughtUp()
+            case .trustQuestioned: _ = machine.serverTrustQuestioned()
             }
             return machine.phase
         }
@@ -457,18 +492,20 @@ extension AllTests {
             let sendFirst = Machine.Phase.paused(.sendFirst), again = Machine.Phase.paused(.requestAgain)
             let waiting = Machine.Phase.paused(.awaitDecision), decided = Machine.Phase.paused(.sendDecided)
             // Columns: begin, head, body, completed, dropped, pause, resume, end, retryTimer,
-            // proceed, refuse, writerCaughtUp. (Rows as in Docs/Architecture.md.)
+            // proceed, refuse, writerCaughtUp, trustQuestioned. (Rows as in Docs/Architecture.md.)
             let table: [(Machine.Phase, [Machine.Phase])] = [
-                (.idle, [T, .idle, .idle, .idle, .idle, sendFirst, .idle, F, .idle, .idle, .idle, .idle]),
-                (T, [T, T, T, F, .waitingToRetry, again, T, F, T, T, T, T]),
-                (.deciding, [.deciding, .deciding, .deciding, .deciding, .deciding, waiting, .deciding, F, .deciding, T, F, .deciding]),
+                (.idle, [T, .idle, .idle, .idle, .idle, sendFirst, .idle, F, .idle, .idle, .idle, .idle, .idle]),
+                (T, [T, T, T, F, .waitingToRetry, again, T, F, T, T, T, T, .deciding]),
+                (.deciding, [.deciding, .deciding, .deciding, .deciding, .deciding, waiting, .deciding, F, .deciding, T, F, .deciding,
+                             .deciding]),
                 (.waitingToRetry, [.waitingToRetry, .waitingToRetry, .waitingToRetry, .waitingToRetry, .waitingToRetry, again,
-                                   .waitingToRetry, F, T, .waitingToRetry, .waitingToRetry, .waitingToRetry]),
-                (sendFirst, [sendFirst, sendFirst, sendFirst, sendFirst, sendFirst, sendFirst, T, F, sendFirst, sendFirst, sendFirst, sendFirst]),
-                (again, [again, again, again, again, again, again, T, F, again, again, again, again]),
-                (waiting, [waiting, waiting, waiting, waiting, waiting, waiting, .deciding, F, waiting, decided, F, waiting]),
-                (decided, [decided, decided, decided, decided, decided, decided, T, F, decided, decided, decided, decided]),
-                (F, [F, F, F, F, F, F, F, F, F, F, F, F]),
+                                   .waitingToRetry, F, T, .waitingToRetry, .waitingToRetry, .waitingToRetry, .waitingToRetry]),
+                (sendFirst, [sendFirst, sendFirst, sendFirst, sendFirst, sendFirst, sendFirst, T, F, sendFirst, sendFirst, sendFirst,
+                             sendFirst, sendFirst]),
+                (again, [again, again, again, again, again, again, T, F, again, again, again, again, again]),
+                (waiting, [waiting, waiting, waiting, waiting, waiting, waiting, .deciding, F, waiting, decided, F, waiting, waiting]),
+                (decided, [decided, decided, decided, decided, decided, decided, T, F, decided, decided, decided, decided, decided]),
+                (F, [F, F, F, F, F, F, F, F, F, F, F, F, F]),
             ]
             for (from, row) in table {
                 for (event, expected) in zip(Event.allCases, row) {

@@ -19,6 +19,7 @@ public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible 
             case unreadableCertificate(source: String, detail: String)
             case pinMismatch(host: String, mode: SecurityPolicy.PinningMode, expected: [String], received: [String])
             case certificateChainUnavailable(host: String)
+            case serverTrustRefused(host: String)
             case invalidHeaderField(name: String)
             case invalidMethod(String)
             case schemeNotAllowed(String)
@@ -46,6 +47,8 @@ public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible 
         public static func certificateChainUnavailable(host: String) -> Reason {
             Reason(kind: .certificateChainUnavailable(host: host))
         }
+        /// The operation's server-trust block refused the server; nothing was sent to it.
+        public static func serverTrustRefused(host: String) -> Reason { Reason(kind: .serverTrustRefused(host: host)) }
         /// A header field's name or value holds CR, LF or NUL (or the name is not a token):
         /// sent, it would split the request.
         public static func invalidHeaderField(name: String) -> Reason { Reason(kind: .invalidHeaderField(name: name)) }
@@ -71,6 +74,7 @@ public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible 
             case .unreadableCertificate: .unreadableCertificate
             case .pinMismatch: .pinMismatch
             case .certificateChainUnavailable: .certificateChainUnavailable
+            case .serverTrustRefused: .serverTrustRefused
             case .invalidHeaderField: .invalidHeaderField
             case .invalidMethod: .invalidMethod
             case .schemeNotAllowed: .schemeNotAllowed
@@ -107,6 +111,8 @@ public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible 
                 + " (expected one of \(expected.joined(separator: ", ")); received \(received.joined(separator: ", ")))"
         case .certificateChainUnavailable(let host):
             "\(host): the connection showed no certificate chain to check against the pins"
+        case .serverTrustRefused(let host):
+            "\(host): the server-trust block refused the server; nothing was sent"
         case .invalidHeaderField(let name):
             "The header field \(Self.quoted(name)) holds CR, LF or NUL or is not a valid name; nothing was sent"
         case .invalidMethod(let method):
@@ -139,6 +145,8 @@ extension ErrorCode where Domain == SecurityError {
     public static var pinMismatch: Self { Self("pinMismatch") }
     /// See ``SecurityError/Reason/certificateChainUnavailable(host:)``.
     public static var certificateChainUnavailable: Self { Self("certificateChainUnavailable") }
+    /// See ``SecurityError/Reason/serverTrustRefused(host:)``.
+    public static var serverTrustRefused: Self { Self("serverTrustRefused") }
     /// See ``SecurityError/Reason/invalidHeaderField(name:)``.
     public static var invalidHeaderField: Self { Self("invalidHeaderField") }
     /// See ``SecurityError/Reason/invalidMethod(_:)``.

@@ -41,6 +41,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var responseSerializer: any URLResponseSerialization = JSONResponseSerializer()
         var securityPolicies = HostSecurityPolicies()
         var allowedSchemes: Set<String>?
+        var serverTrustEvaluation: ServerTrustEvaluation?
         var sensitiveHeaderFields: Set<String> = []
         var completionQueue: DispatchQueue?
         var completionGroup: DispatchGroup?
@@ -111,6 +112,14 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// policy only: a lax policy for a development host never applies to another.
     public func setSecurityPolicy(_ policy: SecurityPolicy?, forHost host: String) {
         settings.withLock { $0.securityPolicies.setPolicy(policy, for: host) }
+    }
+
+    /// Sets the server-trust block of every operation the manager makes from now on (see
+    /// ``URLConnectionOperation/setServerTrustEvaluationBlock(_:)``). Its operations share its
+    /// approvals: a server is asked about once for all of them.
+    public func setServerTrustEvaluationBlock(_ block: ServerTrustEvaluationBlock?) {
+        let evaluation = block.map(ServerTrustEvaluation.init)
+        settings.withLock { $0.serverTrustEvaluation = evaluation }
     }
 
     /// The policy that applies to `host`.
@@ -197,6 +206,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         operation.state.withLock { state in
             state.settings.securityPolicies = settings.securityPolicies
             state.settings.allowedSchemes = settings.allowedSchemes
+            state.settings.serverTrustEvaluation = settings.serverTrustEvaluation
             state.settings.sensitiveHeaderFields = settings.sensitiveHeaderFields
             state.settings.credential = settings.credential
             // The manager's credential is for its base URL's origin, whatever URL a request names.

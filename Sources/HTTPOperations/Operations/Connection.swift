@@ -23,6 +23,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     let completionGroup: DispatchGroup?
     private let redirectBlock: RedirectResponseBlock?
     private let challengeBlock: AuthenticationChallengeBlock?
+    private let serverTrustEvaluation: ServerTrustEvaluation?
     let uploadProgress: ProgressReporter?
     let downloadProgress: ProgressReporter?
     private let securityPolicies: HostSecurityPolicies
@@ -73,6 +74,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.completionGroup = configuration.completionGroup
         self.redirectBlock = configuration.redirectBlock
         self.challengeBlock = configuration.challengeBlock
+        self.serverTrustEvaluation = configuration.serverTrustEvaluation
         self.credential = configuration.credential
         let credentialOrigin = configuration.credential == nil ? nil
             : configuration.credentialOrigin ?? request.url
@@ -94,7 +96,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             try Self.transferRequest(for: request, credential: configuration.credential,
                                      credentialOrigin: credentialOrigin,
                                      securityPolicies: configuration.securityPolicies,
-                                     allowedSchemes: configuration.allowedSchemes)
+                                     allowedSchemes: configuration.allowedSchemes,
+                                     serverTrustEvaluation: configuration.serverTrustEvaluation)
         }
         // The first transfer holds the method upper-cased already.
         let method = (try? first.get())?.method ?? (request.httpMethod ?? "GET").uppercased()
@@ -206,14 +209,16 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// What curl needs to send `request`.
     private func transferRequest(for request: URLRequest) throws -> TransferRequest {
         try Self.transferRequest(for: request, credential: credential, credentialOrigin: credentialOrigin,
-                                 securityPolicies: securityPolicies, allowedSchemes: allowedSchemes)
+                                 securityPolicies: securityPolicies, allowedSchemes: allowedSchemes,
+                                 serverTrustEvaluation: serverTrustEvaluation)
     }
 
     /// What curl needs to send `request`, with `credential` only where it belongs and the
     /// security policy of the host it goes to.
     private static func transferRequest(for request: URLRequest, credential: URLCredential?, credentialOrigin: URL?,
                                         securityPolicies: HostSecurityPolicies,
-                                        allowedSchemes: Set<String>?) throws -> TransferRequest {
+                                        allowedSchemes: Set<String>?,
+                                        serverTrustEvaluation: ServerTrustEvaluation?) throws -> TransferRequest {
         // The credential belongs to the origin it was given for, not to wherever a redirect
         // leads. (Foundation's URL parses its host on each call: asked only when there is a
         // credential to give.)
@@ -222,6 +227,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         var transferRequest = try TransferRequest(request, credential: sendsCredential ? credential : nil,
                                                   allowedSchemes: allowedSchemes)
         transferRequest.securityPolicy = securityPolicies.policy(forHostOf: transferRequest.url)
+        transferRequest.serverTrustEvaluation = serverTrustEvaluation
         return transferRequest
     }
 
@@ -310,6 +316,15 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             // The pins said no before anything was sent: final, never retried.
             return fail(refusal)
         }
+        if let trust = transfer.pendingServerTrust {
+            // Stopped before sending to a server the block has not judged.
+            switch machine.serverTrustQuestioned() {
+            case .ask: askServerTrust(trust)
+            case .ignored: break
+            case .report(let outcome): report(outcome, of: nil)
+            }
+            return
+        }
         // A body that could not be read is the real failure; curl only saw its callback abort.
         let failure = error.map { transfer.bodyReadFailure ?? URLError($0, url: request.url) }
         switch machine.transferCompleted(error: failure) {
@@ -376,7 +391,21 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         }
     }
 
-    /// Performs what the machine makes of a redirect or challenge decision.
+    /// Asks the server-trust block on the callback queue; a yes is kept, so the request sent
+    /// again goes through.
+    private func askServerTrust(_ trust: ServerTrust) {
+        let (operation, evaluation) = (self.operation, serverTrustEvaluation!)
+        callbackQueue.async(group: completionGroup) {
+            let trusted = evaluation.block(operation, trust)
+            if trusted { evaluation.approve(trust) }
+            NetworkThread.shared.perform {
+                guard !self.machine.isFinished else { return }
+                self.decided(proceed: trusted)
+            }
+        }
+    }
+
+    /// Performs what the machine makes of a redirect, challenge or server-trust decision.
     private func decided(proceed: Bool) {
         switch machine.decided(proceed: proceed) {
         case .ignored: break
@@ -433,6 +462,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                  detail: "The response body is larger than maximumBodySize (\(limit) bytes)")
         case .tooManyRedirects(let limit):
             return URLError(.httpTooManyRedirects, url: request.url, description: "More than \(limit) redirects.")
+        case .serverTrustRefused:
+            return SecurityError(.serverTrustRefused(host: request.url?.host ?? ""), url: request.url)
         case .notResendable:
             return TransferError(.requestNotResendable, url: request.url,
                                  detail: "A paused \(request.httpMethod ?? "POST") request cannot be resumed: it would be sent twice")

@@ -32,7 +32,8 @@ extension TransferStateMachine {
         case idle
         /// A transfer is with curl.
         case transferring
-        /// A redirect or challenge block is deciding what to send next.
+        /// A redirect, challenge or server-trust block is deciding what to send next
+        /// (``TransferStateMachine/decision`` says which).
         case deciding
         /// The connection dropped; a retry is scheduled.
         case waitingToRetry
@@ -40,6 +41,27 @@ extension TransferStateMachine {
         case paused(Resumption)
         /// The outcome was given. Final.
         case finished
+    }
+
+    /// What a block is deciding.
+    enum Decision: Equatable {
+        /// Whether to follow a redirect (or where to).
+        case redirect
+        /// Which credential answers a 401 or 407.
+        case challenge
+        /// Whether to trust a server the security policy accepted, on a new connection that
+        /// carried nothing yet (see ``URLConnectionOperation/setServerTrustEvaluationBlock(_:)``).
+        case serverTrust
+    }
+
+    /// What the server-trust question answers.
+    enum ServerTrustAction: Equatable {
+        /// Ask the block; its answer comes through ``TransferStateMachine/decided(proceed:)``.
+        case ask
+        /// Nothing to do (paused, cancelled, finished).
+        case ignored
+        /// Asked too often: the outcome.
+        case report(Outcome)
     }
 
     /// What resuming a paused transfer does.
@@ -77,6 +99,8 @@ extension TransferStateMachine {
         case tooManyRedirects(limit: Int)
         /// Resuming would send a non-idempotent request a second time.
         case notResendable
+        /// The server-trust block refused the server; nothing was sent to it.
+        case serverTrustRefused
         /// Writing the body to its file or stream failed.
         case write(URLError)
     }
@@ -94,7 +118,7 @@ extension TransferStateMachine {
 
     /// Why a request is sent.
     enum SendReason: Equatable {
-        case first, resume, retry, redirect, challenge
+        case first, resume, retry, redirect, challenge, serverTrusted
     }
 
     /// What the outcome is.

@@ -40,6 +40,10 @@ struct TransferStateMachine {
     private(set) var challenges = 0
     /// ``begin(held:)`` was called.
     private(set) var hasBegun = false
+    /// What the block asked last is deciding (kept while paused).
+    private(set) var decision: Decision?
+    /// How often the server-trust block was asked.
+    private(set) var serverTrustQuestions = 0
     /// What the current (or last) transfer asked for and got.
     private(set) var attempt = Attempt()
 
@@ -107,7 +111,7 @@ struct TransferStateMachine {
             phase = .deciding
             return .ignored
         case .sendDecided:
-            return .send(send(redirectPending ? .redirect : .challenge))
+            return .send(send(reasonToSend))
         case .requestAgain:
             guard configuration.isIdempotent else {
                 phase = .finished
@@ -163,10 +167,10 @@ struct TransferStateMachine {
     mutating func decided(proceed: Bool) -> DecisionAction {
         switch phase {
         case .deciding:
-            guard proceed else { return .report(conclude(heldAsideOutcome)) }
-            return .send(send(redirectPending ? .redirect : .challenge))
+            guard proceed else { return .report(conclude(refusedOutcome)) }
+            return .send(send(reasonToSend))
         case .paused(.awaitDecision):
-            guard proceed else { return .report(conclude(heldAsideOutcome)) }
+            guard proceed else { return .report(conclude(refusedOutcome)) }
             phase = .paused(.sendDecided)
             return .ignored
         default:
@@ -174,9 +178,39 @@ struct TransferStateMachine {
         }
     }
 
-    /// Whether the decision under way is a redirect's (else a challenge's).
-    private var redirectPending: Bool {
-        attempt.status.map(RedirectPolicy.redirectStatusCodes.contains) == true
+    /// Why the request the block decided on is sent.
+    private var reasonToSend: SendReason {
+        switch decision {
+        case .redirect: .redirect
+        case .challenge: .challenge
+        case .serverTrust, nil: .serverTrusted
+        }
+    }
+
+    /// The outcome when the block said no: the response held aside for a redirect or
+    /// challenge; a failure for a server not trusted.
+    private var refusedOutcome: Outcome {
+        decision == .serverTrust ? .failure(.serverTrustRefused) : heldAsideOutcome
+    }
+
+    // MARK: - Server trust
+
+    /// The transfer stopped before sending anything, on a new connection whose server the
+    /// server-trust block has not judged: the block is asked (phase `.deciding`); its
+    /// answer comes through ``decided(proceed:)`` (yes: the same request again, on a new
+    /// connection; no: ``Failure/serverTrustRefused``). Ignored when the question no longer
+    /// applies (paused, cancelled, finished).
+    mutating func serverTrustQuestioned() -> ServerTrustAction {
+        guard phase == .transferring else { return .ignored }
+        // A server whose chain changes on every connection is asked about a bounded number
+        // of times, like a challenge.
+        guard serverTrustQuestions < configuration.maximumChallenges else {
+            return .report(conclude(.failure(.serverTrustRefused)))
+        }
+        serverTrustQuestions += 1
+        phase = .deciding
+        decision = .serverTrust
+        return .ask
     }
 
     /// Gives `outcome`: the machine is finished.
@@ -363,11 +397,13 @@ struct TransferStateMachine {
                 return .report(conclude(.failure(.tooManyRedirects(limit: configuration.maximumRedirects))))
             }
             phase = .deciding
+            decision = .redirect
             return .redirect
         }
         if status == 401 || status == 407, configuration.answersChallenges, challenges < configuration.maximumChallenges {
             challenges += 1
             phase = .deciding
+            decision = .challenge
             return .challenge(previousFailureCount: challenges - 1 + (attempt.sentCredential ? 1 : 0))
         }
         return .report(conclude(heldAsideOutcome))

@@ -158,6 +158,7 @@ extension URLConnectionOperation {
             state.settings.downloadProgress = nil
             state.settings.redirectBlock = nil
             state.settings.challengeBlock = nil
+            state.settings.serverTrustEvaluation = nil
             defer { state.pendingPauseCompletions.removeAll() }
             return (state.settings.completionQueue, state.settings.completionGroup, state.settings.logger, state.pendingPauseCompletions)
         }

@@ -61,6 +61,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var downloadProgress: TransferProgressBlock?
         var redirectBlock: RedirectResponseBlock?
         var challengeBlock: AuthenticationChallengeBlock?
+        var serverTrustEvaluation: ServerTrustEvaluation?
         var securityPolicies = HostSecurityPolicies()
         /// nil: http and https (see ``TransferRequest/allowedSchemes``).
         var allowedSchemes: Set<String>?
@@ -319,6 +320,23 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     public var logger: Logger {
         get { state.withLock { $0.settings.logger } }
         set { state.withLock { $0.settings.logger = newValue } }
+    }
+
+    /// Sets the block that judges each server this operation is about to send to, on each new
+    /// connection, after the security policy accepted it: AFNetworking's
+    /// `setWillSendRequestForAuthenticationChallengeBlock:` for server trust, on Linux.
+    ///
+    /// It runs on ``completionQueue``, never on the network thread: the transfer stops after
+    /// the handshake, before any request byte, the block is asked, and a yes sends the request
+    /// again on a new connection (a server is asked about once: its approval is kept for the
+    /// operation, or for every operation of the manager that set the block). A no fails the
+    /// operation with ``SecurityError`` `.serverTrustRefused`; nothing was sent. The block
+    /// can refuse a server the policy accepts, never accept one it refused: to judge
+    /// certificates no authority vouches for, combine it with `allowInvalidCertificates`.
+    /// Released when the operation finishes.
+    public func setServerTrustEvaluationBlock(_ block: ServerTrustEvaluationBlock?) {
+        let evaluation = block.map(ServerTrustEvaluation.init)
+        state.withLock { $0.settings.serverTrustEvaluation = evaluation }
     }
 
     /// Sets the block told about request-body bytes as curl takes them. Coalesced: a fast

@@ -13,8 +13,11 @@ extension CurlTransfer {
             setString(CURLOPT_REDIR_PROTOCOLS_STR, schemes)
         }
         let policy = request.securityPolicy
-        guard policy != .default else { return }
-        if let anchors = policy.anchors {
+        let evaluation = request.serverTrustEvaluation
+        guard policy != .default || evaluation != nil else { return }
+        // A server-trust block keeps its operations' connections apart too: its identity
+        // heads the blob.
+        if let anchors = evaluation.map({ $0.anchors(for: policy) }) ?? policy.anchors {
             // The anchors in memory, the policy's identity on their first line. libcurl
             // compares CA blobs when it looks for a connection to reuse, so a connection made
             // (and checked) under this policy serves no other, and none made under another
@@ -35,7 +38,8 @@ extension CurlTransfer {
         if let identity = policy.clientIdentity {
             configureClientIdentity(identity)
         }
-        if policy.pinningMode != .none {
+        // Pins and the block judge TLS servers; a plain http request has no chain to show.
+        if policy.pinningMode != .none || evaluation != nil, request.url.scheme?.lowercased() == "https" {
             setLong(CURLOPT_CERTINFO, 1)
             // A resumed TLS session shows no chain: every new connection does a full handshake
             // and shows the chain it is checked against.
@@ -73,14 +77,39 @@ extension CurlTransfer {
     /// yet. Compares the chain with the pins; on a refusal, aborts the transfer and forbids
     /// reuse, so the connection is closed rather than kept for the next request (an HTTP/2
     /// connection would otherwise stay in curl's cache, unchecked).
+    ///
+    /// Then, with a server-trust block, a new connection to a server it has not approved stops
+    /// here too, and the block is asked off the network thread (``pendingServerTrust``); the
+    /// request is sent again once it says yes.
     private func checkServerTrust() -> Int32 {
-        let check = ServerTrustCheck(policy: request.securityPolicy, host: request.url.host ?? "")
-        if let refusal = check.evaluate(chain: certificateChain(), isNewConnection: madeNewConnection) {
-            trustFailure = SecurityError(refusal.reason, url: request.url)
-            setLong(CURLOPT_FORBID_REUSE, 1)
-            return Int32(ccurl_prereqfunc_abort)
+        let host = request.url.host ?? ""
+        let chain = certificateChain()
+        let isNew = madeNewConnection
+        let check = ServerTrustCheck(policy: request.securityPolicy, host: host)
+        if let refusal = check.evaluate(chain: chain, isNewConnection: isNew) {
+            return refuse(SecurityError(refusal.reason, url: request.url))
+        }
+        if let evaluation = request.serverTrustEvaluation, isNew {
+            guard let certificates = try? chain.flatMap({ try TLSCertificate.certificates(in: Data($0.utf8)) }),
+                  !certificates.isEmpty else {
+                return refuse(SecurityError(.certificateChainUnavailable(host: host), url: request.url))
+            }
+            let trust = ServerTrust(host: host, port: request.url.port ?? 443, certificates: certificates,
+                                    policy: request.securityPolicy)
+            if !evaluation.isApproved(trust) {
+                pendingServerTrust = trust
+                setLong(CURLOPT_FORBID_REUSE, 1)
+                return Int32(ccurl_prereqfunc_abort)
+            }
         }
         return Int32(ccurl_prereqfunc_ok)
+    }
+
+    /// Records `refusal`, and aborts without leaving the connection for another request.
+    private func refuse(_ refusal: SecurityError) -> Int32 {
+        trustFailure = refusal
+        setLong(CURLOPT_FORBID_REUSE, 1)
+        return Int32(ccurl_prereqfunc_abort)
     }
 
     /// The PEM of each certificate the server sent on this transfer's connection, leaf first

@@ -60,6 +60,7 @@ final class CurlTransfer {
         errorBuffer.initialize(to: 0)
         self.isPlain = request.method == "GET" && request.body.isNone && request.credential == nil
             && request.securityPolicy == .default && request.allowedSchemes == nil
+            && request.serverTrustEvaluation == nil
     }
 
     deinit {
@@ -76,6 +77,9 @@ final class CurlTransfer {
     /// Why the server was not trusted, when the pins said no (see `CurlTransfer+Security.swift`):
     /// the transfer's real error (curl only says the pre-request callback aborted).
     var trustFailure: SecurityError?
+    /// The server the operation's server-trust block must judge before anything is sent: the
+    /// transfer stopped in its pre-request callback to ask.
+    var pendingServerTrust: ServerTrust?
 
     /// Whether this is a plain transfer: a GET without a body, credentials or TLS settings of
     /// its own. Such a transfer sets the same options as every other plain one, differing

@@ -24,6 +24,8 @@ struct TransferRequest: @unchecked Sendable {
     var credential: (user: String, password: String)?
     /// What TLS certificates to trust.
     var securityPolicy = SecurityPolicy.default
+    /// The operation's server-trust block and its approvals, when it has one.
+    var serverTrustEvaluation: ServerTrustEvaluation?
     /// The URL schemes this transfer may use (`CURLOPT_PROTOCOLS_STR`), lower-case; nil for
     /// http and https, the default (checked without hashing anything, on every request).
     var allowedSchemes: Set<String>?
