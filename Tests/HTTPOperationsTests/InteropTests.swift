@@ -25,6 +25,7 @@ extension AllTests {
                 trustedCertificateAuthorities: TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile)))
             #expect(try await run(op).error == nil)
             #expect(op.responseString == "HTTP/2.0")
+            #expect(op.timings?.lastTransfer.httpVersion == "2")
         }
 
         @Test func invalidCertificatesCanBeAllowedForDevelopment() async throws {

@@ -50,6 +50,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     private var sinkFailure: (any Error)?
     /// The outcome was handed to the operation.
     private var reported = false
+    /// Where the time went, transfer after transfer.
+    private var timings: TransferTimings?
     /// The metrics the operation last saw.
     var publishedMetrics = DownloadMetrics()
     /// Serial queue that writes the body to its file or stream, and writes and removes the
@@ -312,6 +314,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     func transfer(_ transfer: CurlTransfer, didCompleteWith error: CurlError?) {
         guard transfer === self.transfer else { return }
         self.transfer = nil
+        record(transfer.timings)
         if let refusal = transfer.trustFailure {
             // The pins said no before anything was sent: final, never retried.
             return fail(refusal)
@@ -388,6 +391,19 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                 }
                 self.decided(proceed: answer != nil)
             }
+        }
+    }
+
+    /// Adds a finished transfer's times to the operation's.
+    private func record(_ last: TransferTimings.Transfer?) {
+        guard let last else { return }
+        if var timings {
+            timings.beforeLastTransfer += timings.lastTransfer.total
+            timings.lastTransfer = last
+            timings.transfers += 1
+            self.timings = timings
+        } else {
+            timings = TransferTimings(lastTransfer: last)
         }
     }
 
@@ -499,7 +515,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         }
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
         let data = separateBody ?? ((sink?.isMemory ?? true) ? sink?.takeMemory() ?? Data() : nil)
-        operation.conclude(response: response, data: data, error: error, on: callbackQueue,
+        timings?.redirects = machine.redirects
+        operation.conclude(response: response, data: data, error: error, timings: timings, on: callbackQueue,
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
                            completion: completionCheck(succeeded: error == nil),
                            handoff: NetworkThread.shared.callbacks)

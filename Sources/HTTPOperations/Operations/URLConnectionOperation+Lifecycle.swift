@@ -135,7 +135,7 @@ extension URLConnectionOperation {
     ///     was cancelled meanwhile.
     ///   - handoff: On the network thread, the hand-off that batches the outcomes of one pass
     ///     into one wake-up; nil dispatches now.
-    func conclude(response: URLResponse?, data: Data?, error: (any Error)?,
+    func conclude(response: URLResponse?, data: Data?, error: (any Error)?, timings: TransferTimings? = nil,
                   on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
                   completion: (@Sendable (Data?) -> (any Error)?)? = nil,
                   handoff: CallbackHandoff? = nil) {
@@ -147,6 +147,7 @@ extension URLConnectionOperation {
                 state.responseHead = nil
             }
             state.responseData = data
+            state.timings = timings
             // Complete: there is nothing left to resume (in this lock, not one more).
             if error == nil { state.resumeData = nil }
             // A cancel that won the lock before this point turns any outcome into a
@@ -182,7 +183,8 @@ extension URLConnectionOperation {
             for observer in observers { observer(self) }
             self.transition(to: .finished)
             logger.debug("operation finished", metadata: ["error": "\(self.error.map { "\($0)" } ?? "none")"])
-            NotificationCenter.default.post(name: .networkingOperationDidFinish, object: self)
+            NotificationCenter.default.post(name: .networkingOperationDidFinish, object: self,
+                                            userInfo: timings.map { [Notification.transferTimingsKey: $0] })
         }
         if let handoff {
             // Consumed: the network thread must not hold the last reference to this operation.

@@ -88,6 +88,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var error: (any Error)?
         var userInfo: [String: any Sendable] = [:]
         var downloadMetrics = DownloadMetrics()
+        var timings: TransferTimings?
         var resumeData: ResumeData?
         /// The network-side half of the operation, while it is executing or paused.
         var connection: Connection?
@@ -157,6 +158,12 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         let encoding = response?.textEncodingName.flatMap(String.Encoding.init(ianaCharsetName:)) ?? .utf8
         return String(data: data, encoding: encoding) ?? String(decoding: data, as: UTF8.self)
     }
+
+    /// Where the operation's time went (DNS, connect, TLS, request sent, first byte, total;
+    /// connection reuse, HTTP version, transfers and redirects), set once its outcome is
+    /// known; nil before, or when no transfer ran. Also in the `userInfo` of
+    /// `networkingOperationDidFinish` under ``Foundation/Notification/transferTimingsKey``.
+    public var timings: TransferTimings? { state.withLock { $0.timings } }
 
     /// Why the operation failed: a `URLError` for transport failures and cancellation, or
     /// the error of whatever processed the response.

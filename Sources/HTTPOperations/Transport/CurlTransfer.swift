@@ -113,12 +113,41 @@ final class CurlTransfer {
         return easy
     }
 
+    /// Where this transfer's time went, read from curl when it completes.
+    private(set) var timings: TransferTimings.Transfer?
+
     /// Called by ``CurlMulti`` once, when curl is done with this transfer.
     func complete(with code: CURLcode, message: String?) {
         guard let delegate else { return }
+        timings = readTimings()
         self.delegate = nil
         let error = code == CURLE_OK ? nil : CurlError(code, detail: message ?? String(cString: errorBuffer))
         delegate.transfer(self, didCompleteWith: error)
+    }
+
+    /// Seven `curl_easy_getinfo` calls: nothing is measured here, curl keeps the times.
+    private func readTimings() -> TransferTimings.Transfer? {
+        guard let easy else { return nil }
+        func duration(_ info: CURLINFO) -> Duration {
+            var microseconds: curl_off_t = 0
+            return ccurl_easy_getinfo_off(easy, info, &microseconds) == CURLE_OK ? .microseconds(microseconds) : .zero
+        }
+        var connects = 0
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+        var version = 0
+        _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+        let httpVersion: String? = switch version {
+        case Int(CURL_HTTP_VERSION_1_0): "1.0"
+        case Int(CURL_HTTP_VERSION_1_1): "1.1"
+        case Int(CURL_HTTP_VERSION_2_0): "2"
+        case Int(CURL_HTTP_VERSION_3): "3"
+        default: nil
+        }
+        return TransferTimings.Transfer(
+            nameLookup: duration(CURLINFO_NAMELOOKUP_TIME_T), connect: duration(CURLINFO_CONNECT_TIME_T),
+            tlsHandshake: duration(CURLINFO_APPCONNECT_TIME_T), requestSent: duration(CURLINFO_PRETRANSFER_TIME_T),
+            firstByte: duration(CURLINFO_STARTTRANSFER_TIME_T), total: duration(CURLINFO_TOTAL_TIME_T),
+            reusedConnection: connects == 0, httpVersion: httpVersion)
     }
 
     /// The absolute URL a 3xx response points to, as curl resolved its `Location`.
