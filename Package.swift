@@ -25,10 +25,13 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // A mutex ThreadSanitizer can see, used only in builds with -DHTTPOPERATIONS_TSAN.
+        .target(name: "SanitizerLocks"),
         .target(
             name: "HTTPOperations",
             dependencies: [
                 "CCurl",
+                "SanitizerLocks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 // Certificates and SubjectPublicKeyInfo for pinning: parsed, never hand-written DER.
@@ -40,6 +43,7 @@ let package = Package(
         .target(
             name: "HTTPTestServer",
             dependencies: [
+                "SanitizerLocks",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -72,6 +76,7 @@ let package = Package(
                 "HTTPOperations",
                 "HTTPTestServer",
                 "HTTPTestTLSServer",
+                "SanitizerLocks",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
