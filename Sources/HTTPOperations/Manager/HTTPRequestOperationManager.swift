@@ -42,6 +42,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var securityPolicies = HostSecurityPolicies()
         var allowedSchemes: Set<String>?
         var serverTrustEvaluation: ServerTrustEvaluation?
+        var totalTimeout: Duration?
         var sensitiveHeaderFields: Set<String> = []
         var completionQueue: DispatchQueue?
         var completionGroup: DispatchGroup?
@@ -164,6 +165,13 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         set { settings.withLock { $0.credential = newValue } }
     }
 
+    /// The total timeout of every operation the manager makes (see
+    /// ``URLConnectionOperation/totalTimeout``); nil for none.
+    public var totalTimeout: Duration? {
+        get { settings.withLock { $0.totalTimeout } }
+        set { settings.withLock { $0.totalTimeout = newValue } }
+    }
+
     /// The idle timeout of requests whose serializer sets none. nil keeps `URLRequest`'s 60 s.
     public var timeoutInterval: TimeInterval? {
         get { settings.withLock { $0.timeoutInterval } }
@@ -207,6 +215,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
             state.settings.securityPolicies = settings.securityPolicies
             state.settings.allowedSchemes = settings.allowedSchemes
             state.settings.serverTrustEvaluation = settings.serverTrustEvaluation
+            state.settings.totalTimeout = settings.totalTimeout
             state.settings.sensitiveHeaderFields = settings.sensitiveHeaderFields
             state.settings.credential = settings.credential
             // The manager's credential is for its base URL's origin, whatever URL a request names.

@@ -24,6 +24,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     private let redirectBlock: RedirectResponseBlock?
     private let challengeBlock: AuthenticationChallengeBlock?
     private let serverTrustEvaluation: ServerTrustEvaluation?
+    private let totalTimeout: Duration?
     let uploadProgress: ProgressReporter?
     let downloadProgress: ProgressReporter?
     private let securityPolicies: HostSecurityPolicies
@@ -77,6 +78,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.redirectBlock = configuration.redirectBlock
         self.challengeBlock = configuration.challengeBlock
         self.serverTrustEvaluation = configuration.serverTrustEvaluation
+        self.totalTimeout = configuration.totalTimeout
         self.credential = configuration.credential
         let credentialOrigin = configuration.credential == nil ? nil
             : configuration.credentialOrigin ?? request.url
@@ -135,6 +137,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     // MARK: - Commands (network thread)
 
     func begin() {
+        if let totalTimeout { armDeadline(after: totalTimeout) }
         guard let sink else {
             return fail(sinkFailure ?? URLError(.cannotOpenFile, url: download.destination, description: "No body sink."))
         }
@@ -147,6 +150,23 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             return publishMetricsIfChanged()
         }
         start(send, prepared: takeFirstTransfer())
+    }
+
+    /// Fails the operation with `URLError(.timedOut)` `limit` from now, whatever it is doing
+    /// then, unless its outcome was given before. One timer for the whole operation: it
+    /// covers transfers, retry waits, block decisions and pauses alike.
+    private func armDeadline(after limit: Duration) {
+        let (seconds, attoseconds) = limit.components
+        let delay = DispatchTimeInterval.nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        let connection = WeakConnection(self)
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
+            NetworkThread.shared.perform {
+                guard let self = connection.value, !self.machine.isFinished else { return }
+                self.logger.debug("total timeout", metadata: ["limit": "\(limit)"])
+                self.fail(URLError(.timedOut, url: self.request.url,
+                                   description: "The operation did not finish within its total timeout of \(limit)."))
+            }
+        }
     }
 
     /// The first request's transfer, worked out in `init`, for the first send (now, or on
@@ -520,5 +540,15 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
                            completion: completionCheck(succeeded: error == nil),
                            handoff: NetworkThread.shared.callbacks)
+    }
+}
+
+/// A weak reference to a connection that a timer can carry to the network thread, where it is
+/// read: a timer must not keep a finished operation's connection alive until it fires.
+private final class WeakConnection: @unchecked Sendable {
+    weak var value: Connection?
+
+    init(_ value: Connection) {
+        self.value = value
     }
 }

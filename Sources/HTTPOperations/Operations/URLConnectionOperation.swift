@@ -57,6 +57,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// sets its base URL here, so its credential never goes to another origin.
         var credentialOrigin: URL?
         var maximumRedirects = 16
+        /// The longest the operation may take from start to outcome; nil for no limit.
+        var totalTimeout: Duration?
         var uploadProgress: TransferProgressBlock?
         var downloadProgress: TransferProgressBlock?
         var redirectBlock: RedirectResponseBlock?
@@ -272,6 +274,16 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
 
     /// How many redirects to follow before failing with `URLError(.httpTooManyRedirects)`;
     /// 0 follows none. Default 16.
+    /// The longest the whole operation may take, from `start()` to its outcome: every
+    /// transfer, redirect, authentication round, retry wait, block decision and pause
+    /// included. When it passes, the operation fails with `URLError(.timedOut)` wherever it
+    /// is (a download to a file keeps its bytes and resume data). nil (the default) sets no
+    /// limit; `URLRequest.timeoutInterval` stays the idle timeout either way.
+    public var totalTimeout: Duration? {
+        get { state.withLock { $0.settings.totalTimeout } }
+        set { state.withLock { $0.settings.totalTimeout = newValue } }
+    }
+
     public var maximumRedirects: Int {
         get { state.withLock { $0.settings.maximumRedirects } }
         set { state.withLock { $0.settings.maximumRedirects = max(0, newValue) } }
