@@ -29,6 +29,10 @@ public enum Endpoint: Sendable, Equatable {
     case drop(total: Int, after: Int)
     /// A text body in the given charset, declared in `Content-Type`.
     case text(String, charset: String)
+    /// Answers `status` (with `Retry-After: retryAfter` when given, and a body saying so) to
+    /// the first `failures` requests for `key`, then 200 with `count` pattern bytes. Its
+    /// requests are counted under `key` (``TestServer/requestCount(forResumableKey:)``).
+    case flaky(key: String, failures: Int, status: Int, retryAfter: String?, count: Int)
     /// `size` bytes that honour `Range` and `If-Range`, with the validators and faults of
     /// `options`. Version n of the resource is ``ResumableOptions/content(version:offset:count:)``.
     case resumable(size: Int, options: ResumableOptions)
@@ -38,6 +42,9 @@ public enum Endpoint: Sendable, Equatable {
         switch self {
         case .status(let code): "/status/\(code)"
         case .echo: "/echo"
+        case .flaky(let key, let failures, let status, let retryAfter, let count):
+            "/flaky/\(key)/\(failures)/\(status)?count=\(count)"
+                + (retryAfter.map { "&retryAfter=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0)" } ?? "")
         case .upload: "/upload"
         case .jsonStatus(let code): "/json-status/\(code)"
         case .delay(let milliseconds): "/delay/\(milliseconds)"

@@ -93,6 +93,14 @@ final class RequestRouter: ChannelInboundHandler {
             basicAuth(context, head, user: parts[1], password: parts[2])
         case ("drop", let total?) where parts.count == 3:
             drop(context, head, total: total, after: Int(parts[2]) ?? 0)
+        case ("flaky", _) where parts.count == 4:
+            let seen = counters.next(parts[1])
+            if seen < Int(parts[2]) ?? 0 {
+                let extra = query["retryAfter"].map { [("Retry-After", $0)] } ?? []
+                respond(context, head, status: Int(parts[3]) ?? 503, body: Data("try again later (\(seen + 1))".utf8), extra: extra)
+            } else {
+                stream(context, head, count: Int(query["count"] ?? "") ?? 0, chunked: false)
+            }
         case ("resumable", let size?):
             resumable(context, head, size: size, query: query)
         case ("text", _):

@@ -157,6 +157,9 @@ extension TransferStateMachine {
         var waitingForWriter = false
         /// The credential was sent with it (for the challenge's failure count).
         var sentCredential = false
+        /// Its answer is to be sent again, after at least this many seconds (`Retry-After`,
+        /// 0 when the server named none).
+        var retryAfter: TimeInterval?
     }
 
     /// What ``pause()`` decided.

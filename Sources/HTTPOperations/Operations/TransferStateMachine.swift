@@ -36,6 +36,10 @@ struct TransferStateMachine {
     private(set) var expectedLength: Int64 = -1
     private(set) var metrics = DownloadMetrics()
     private(set) var retries = 0
+    /// The waits of the retries scheduled so far, in seconds.
+    private(set) var retryDelays: TimeInterval = 0
+    /// A number in 0...1 for each retry's jitter; tests give their own.
+    var random: () -> Double = { Double.random(in: 0...1) }
     private(set) var redirects = 0
     private(set) var challenges = 0
     /// ``begin(held:)`` was called.
@@ -156,7 +160,8 @@ struct TransferStateMachine {
     /// applies (paused, cancelled, finished).
     mutating func retryTimerFired() -> Send? {
         guard phase == .waitingToRetry else { return nil }
-        countResume(automatic: true)
+        // A resume only when there are bytes to continue (not after a 503 or a refused connection).
+        if held > 0 { countResume(automatic: true) }
         return send(.retry)
     }
 
@@ -234,6 +239,13 @@ struct TransferStateMachine {
         attempt.hasLocation = false
         attempt.asideBytes = 0
         attempt.completeWithoutBody = false
+        attempt.retryAfter = nil
+        if retryWanted(status: head.statusCode) {
+            // Sent again: its body is held aside, never part of the download.
+            attempt.retryAfter = head.value(of: "Retry-After").flatMap { RetryPolicy.retryAfter($0) } ?? 0
+            attempt.route = .aside
+            return .holdAside
+        }
         if let from = attempt.rangeFrom {
             return readRangeAnswer(head, askedFrom: from)
         }
@@ -380,13 +392,19 @@ struct TransferStateMachine {
             return .report(conclude(.failure(failure)))
         }
         if let error {
-            guard retryAllowed(after: error) else { return .report(conclude(.failure(.transport(error)))) }
-            retries += 1
-            phase = .waitingToRetry
-            return .scheduleRetry(after: configuration.retryPolicy.delay(beforeRetry: retries))
+            guard retryAllowed(after: error), let delay = nextRetryDelay(askedFor: nil) else {
+                return .report(conclude(.failure(.transport(error))))
+            }
+            return scheduleRetry(after: delay)
         }
         if attempt.completeWithoutBody {
             return .report(conclude(.completeFromHeld))
+        }
+        if let retryAfter = attempt.retryAfter {
+            // A retryable status: again, unless the policy's waits are spent; then the answer
+            // (held aside) is the outcome.
+            if let delay = nextRetryDelay(askedFor: retryAfter) { return scheduleRetry(after: delay) }
+            return .report(conclude(heldAsideOutcome))
         }
         guard attempt.route == .aside, let status = attempt.status else {
             return .report(conclude(.success))
@@ -409,12 +427,46 @@ struct TransferStateMachine {
         return .report(conclude(heldAsideOutcome))
     }
 
+    private mutating func scheduleRetry(after delay: TimeInterval) -> CompletionAction {
+        retries += 1
+        retryDelays += delay
+        phase = .waitingToRetry
+        return .scheduleRetry(after: delay)
+    }
+
     /// Whether a transfer that failed with `error` is sent again: a failure a new connection
     /// may cure, mid-body of a good answer (or while already retrying: the server may be
-    /// restarting), within the policy, and only for a method that may be sent twice.
+    /// restarting), or a connection never made when the policy says so; within the policy,
+    /// and only for a method that may be sent twice.
     private func retryAllowed(after error: URLError) -> Bool {
-        guard configuration.isIdempotent, retries < configuration.retryPolicy.maximumRetries,
-              RetryPolicy.isRetryable(error) else { return false }
+        let policy = configuration.retryPolicy
+        guard retries < policy.maximumRetries else { return false }
+        if RetryPolicy.isConnectionFailure(error), policy.retriesConnectionFailures, attempt.status == nil {
+            // Nothing was sent.
+            return configuration.isIdempotent || policy.retriesNonIdempotentRequests
+        }
+        guard configuration.isIdempotent, RetryPolicy.isRetryable(error) else { return false }
         return attempt.status.map { $0 == 200 || $0 == 206 } ?? (retries > 0)
+    }
+
+    /// Whether an answer with `status` is to be sent again rather than be the outcome.
+    private func retryWanted(status: Int) -> Bool {
+        let policy = configuration.retryPolicy
+        return policy.retryableStatusCodes.contains(status) && retries < policy.maximumRetries
+            && (configuration.isIdempotent || policy.retriesNonIdempotentRequests)
+    }
+
+    /// The wait before the next retry — the policy's, with jitter, or longer when the server
+    /// asked (`Retry-After`) — or nil when it is more than the policy allows.
+    private mutating func nextRetryDelay(askedFor requested: TimeInterval?) -> TimeInterval? {
+        let policy = configuration.retryPolicy
+        guard retries < policy.maximumRetries else { return nil }
+        var delay = policy.jittered(policy.delay(beforeRetry: retries + 1), random: random())
+        if let requested {
+            guard requested <= policy.maximumDelay else { return nil }
+            delay = max(delay, requested)
+        }
+        guard retryDelays + delay <= policy.maximumTotalDelay else { return nil }
+        return delay
     }
 }
