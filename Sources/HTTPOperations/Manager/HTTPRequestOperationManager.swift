@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 
 /// Where users meet the AFNetworking 2.0 model: a base URL, a request serializer, a response
@@ -43,6 +44,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var allowedSchemes: Set<String>?
         var serverTrustEvaluation: ServerTrustEvaluation?
         var totalTimeout: Duration?
+        var logger = URLConnectionOperation.silentLogger
         var sensitiveHeaderFields: Set<String> = []
         var completionQueue: DispatchQueue?
         var completionGroup: DispatchGroup?
@@ -165,6 +167,13 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         set { settings.withLock { $0.credential = newValue } }
     }
 
+    /// Where the manager's operations log (see ``URLConnectionOperation/logger``): silent by
+    /// default. Each operation gets it when the manager makes it.
+    public var logger: Logger {
+        get { settings.withLock { $0.logger } }
+        set { settings.withLock { $0.logger = newValue } }
+    }
+
     /// The total timeout of every operation the manager makes (see
     /// ``URLConnectionOperation/totalTimeout``); nil for none.
     public var totalTimeout: Duration? {
@@ -216,6 +225,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
             state.settings.allowedSchemes = settings.allowedSchemes
             state.settings.serverTrustEvaluation = settings.serverTrustEvaluation
             state.settings.totalTimeout = settings.totalTimeout
+            state.settings.logger = settings.logger
             state.settings.sensitiveHeaderFields = settings.sensitiveHeaderFields
             state.settings.credential = settings.credential
             // The manager's credential is for its base URL's origin, whatever URL a request names.

@@ -49,7 +49,7 @@ extension Connection {
 
     /// Waits `delay`, then tells the machine the retry timer fired.
     func scheduleRetry(after delay: TimeInterval, failure: CurlError?) {
-        logger.debug("resuming after a drop", metadata: ["attempt": "\(machine.retries)", "delay": "\(delay)",
+        log("retry", [RequestLogging.retriesKey: "\(machine.retries)", "httpop.delay": "\(delay)",
                                                          "error": "\(failure.map { "\($0)" } ?? "")"])
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
             NetworkThread.shared.perform {

@@ -73,7 +73,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// body's destination, on the calling thread.
     init(operation: URLConnectionOperation, settings configuration: consuming URLConnectionOperation.Settings, request: URLRequest) {
         self.operation = operation
-        self.logger = configuration.logger
+        self.logger = RequestLogging.logger(configuration.logger, requestID: operation.requestID, request: request)
         self.completionGroup = configuration.completionGroup
         self.redirectBlock = configuration.redirectBlock
         self.challengeBlock = configuration.challengeBlock
@@ -162,7 +162,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
             NetworkThread.shared.perform {
                 guard let self = connection.value, !self.machine.isFinished else { return }
-                self.logger.debug("total timeout", metadata: ["limit": "\(limit)"])
+                self.log("total timeout", ["httpop.limit": "\(limit)"])
                 self.fail(URLError(.timedOut, url: self.request.url,
                                    description: "The operation did not finish within its total timeout of \(limit)."))
             }
@@ -380,7 +380,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         } catch {
             return fail(error, response: response)
         }
-        logger.debug("redirect", metadata: ["status": "\(response.statusCode)", "location": "\(location)"])
+        log("redirect", [RequestLogging.statusKey: "\(response.statusCode)", "httpop.location": "\(RequestLogging.redacted(target))"])
         guard let redirectBlock else {
             request = proposed
             return decided(proceed: true)
@@ -412,6 +412,14 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                 self.decided(proceed: answer != nil)
             }
         }
+    }
+
+    /// Logs `message` at debug with `metadata` — on the callback queue, never here: a log
+    /// handler is the caller's code. Nothing is built when the logger is silent.
+    func log(_ message: String, _ metadata: @autoclosure () -> Logger.Metadata) {
+        guard logger.logLevel <= .debug else { return }
+        let (logger, metadata) = (self.logger, metadata())
+        callbackQueue.async(group: completionGroup) { logger.debug("\(message)", metadata: metadata) }
     }
 
     /// Adds a finished transfer's times to the operation's.
@@ -527,8 +535,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     /// The rest of ``finish(response:error:separateBody:)``, once the body is written.
     private func deliver(response: URLResponse?, error: (any Error)?, separateBody: Data?) {
-        if let error {
-            logger.debug("transfer failed", metadata: ["error": "\(error)"])
+        if error != nil {
             publishResumeData(saving: true)
         } else {
             publishMetricsIfChanged()
@@ -536,7 +543,16 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
         let data = separateBody ?? ((sink?.isMemory ?? true) ? sink?.takeMemory() ?? Data() : nil)
         timings?.redirects = machine.redirects
-        operation.conclude(response: response, data: data, error: error, timings: timings, on: callbackQueue,
+        let outcomeMetadata: Logger.Metadata? = logger.logLevel <= .debug ? [
+            RequestLogging.statusKey: "\(head?.statusCode ?? (response as? HTTPURLResponse)?.statusCode ?? 0)",
+            RequestLogging.bytesKey: "\(sink?.heldBytes ?? 0)",
+            RequestLogging.durationKey: "\(timings?.total ?? .zero)",
+            RequestLogging.transfersKey: "\(timings?.transfers ?? 0)",
+            RequestLogging.retriesKey: "\(machine.retries)",
+            RequestLogging.resumesKey: "\(machine.metrics.resumes)",
+        ] : nil
+        operation.conclude(response: response, data: data, error: error, timings: timings,
+                           log: outcomeMetadata.map { (logger, $0) }, on: callbackQueue,
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
                            completion: completionCheck(succeeded: error == nil),
                            handoff: NetworkThread.shared.callbacks)

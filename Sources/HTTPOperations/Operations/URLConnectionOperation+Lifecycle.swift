@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Start, cancel, pause, resume and the outcome: the operation's phase (``OperationPhase``)
 /// and what Foundation is told of it.
@@ -37,7 +38,7 @@ extension URLConnectionOperation {
             defer { state.pendingPauseCompletions.removeAll() }
             return (state.phase == .paused, state.cancelRequested, state.pendingPauseCompletions)
         }
-        connection.logger.debug("operation started", metadata: ["url": "\(request.url?.absoluteString ?? "")"])
+        connection.logger.debug("request started")
         NetworkThread.shared.perform {
             // A pause or cancel that came while the connection was being made is not lost:
             // the network thread runs these in order.
@@ -136,10 +137,10 @@ extension URLConnectionOperation {
     ///   - handoff: On the network thread, the hand-off that batches the outcomes of one pass
     ///     into one wake-up; nil dispatches now.
     func conclude(response: URLResponse?, data: Data?, error: (any Error)?, timings: TransferTimings? = nil,
-                  on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
+                  log: (Logger, Logger.Metadata)? = nil, on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
                   completion: (@Sendable (Data?) -> (any Error)?)? = nil,
                   handoff: CallbackHandoff? = nil) {
-        let (completionQueue, group, logger, pauseCompletions) = state.withLock { state in
+        let (completionQueue, group, pauseCompletions) = state.withLock { state in
             state.outcomeDecided = true
             state.connection = nil
             if let response {
@@ -161,7 +162,7 @@ extension URLConnectionOperation {
             state.settings.challengeBlock = nil
             state.settings.serverTrustEvaluation = nil
             defer { state.pendingPauseCompletions.removeAll() }
-            return (state.settings.completionQueue, state.settings.completionGroup, state.settings.logger, state.pendingPauseCompletions)
+            return (state.settings.completionQueue, state.settings.completionGroup, state.pendingPauseCompletions)
         }
         let queue = callbackQueue ?? completionQueue ?? .global()
         // Pauses asked for before a connection existed, and now moot.
@@ -182,7 +183,12 @@ extension URLConnectionOperation {
             }
             for observer in observers { observer(self) }
             self.transition(to: .finished)
-            logger.debug("operation finished", metadata: ["error": "\(self.error.map { "\($0)" } ?? "none")"])
+            if let (logger, metadata) = log {
+                var metadata = metadata
+                if let error = self.error { metadata[RequestLogging.errorKey] = "\(error)" }
+                logger.debug("request finished", metadata: metadata)
+                if let timings { logger.trace("timings", metadata: ["httpop.timings": "\(timings)"]) }
+            }
             NotificationCenter.default.post(name: .networkingOperationDidFinish, object: self,
                                             userInfo: timings.map { [Notification.transferTimingsKey: $0] })
         }

@@ -127,6 +127,10 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         state.withLock { $0.response == nil ? $0.responseHead?.head : nil }
     }
 
+    /// A process-unique id (`httpop-1f`), logged with everything about this operation under
+    /// `httpop.request.id`.
+    public let requestID: String
+
     /// The request as it was given. See ``currentRequest`` for the one sent last.
     public let request: URLRequest
 
@@ -136,6 +140,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     ///   stream and timeout interval are honoured.
     public init(request: URLRequest) {
         self.request = request
+        self.requestID = RequestLogging.nextRequestID()
         self.state = Mutex(State(currentRequest: request))
         super.init()
     }
@@ -334,8 +339,12 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         }
     }
 
-    /// Where the operation logs: silent by default. It is captured when the operation starts
-    /// (task-local loggers do not reach the network thread).
+    /// Where the operation logs: silent by default; a manager gives the operations it makes its
+    /// own ``HTTPRequestOperationManager/logger`` when it makes them. The library logs at
+    /// `debug` (start, redirect, retry, resume, outcome: status, bytes, duration, transfers,
+    /// retries, resumes, error) and `trace` (timings), under `httpop.` keys with the
+    /// ``requestID``; URLs lose credentials and secret-looking query values. Read when the
+    /// operation starts (task-local loggers do not reach the network thread).
     public var logger: Logger {
         get { state.withLock { $0.settings.logger } }
         set { state.withLock { $0.settings.logger = newValue } }
