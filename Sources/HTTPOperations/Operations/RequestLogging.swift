@@ -34,12 +34,8 @@ enum RequestLogging {
 
     /// `url` as it may be logged.
     static func redacted(_ url: URL?) -> String {
-        guard let url else { return "" }
+        guard let url = url.map(ResumeData.withoutUserInfo) else { return "" }
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.absoluteString }
-        if components.user != nil || components.password != nil {
-            components.user = nil
-            components.password = nil
-        }
         if let items = components.queryItems, !items.isEmpty {
             components.queryItems = items.map { item in
                 let name = item.name.lowercased()

@@ -16,9 +16,15 @@ public struct ServerTrust: Sendable {
     public let policy: SecurityPolicy
 
     /// What identifies this server's chain to the approvals: host, port and every
-    /// certificate's fingerprint.
-    var approvalKey: String {
-        "\(host.lowercased()):\(port) " + certificates.map(\.fingerprint).joined(separator: ",")
+    /// certificate's fingerprint (hashed once, when the trust is made).
+    let approvalKey: String
+
+    init(host: String, port: Int, certificates: [TLSCertificate], policy: SecurityPolicy) {
+        self.host = host
+        self.port = port
+        self.certificates = certificates
+        self.policy = policy
+        self.approvalKey = "\(host.lowercased()):\(port) " + certificates.map(\.fingerprint).joined(separator: ",")
     }
 }
 

@@ -31,15 +31,27 @@ struct ServerTrustCheck {
     ///     reported none.
     ///   - isNewConnection: The connection was made for this transfer.
     func evaluate(chain: [String], isNewConnection: Bool) -> SecurityError? {
-        guard policy.pinningMode != .none else { return nil }
-        guard !chain.isEmpty else {
-            return isNewConnection ? SecurityError(.certificateChainUnavailable(host: host)) : nil
+        switch parse(chain) {
+        case .success(let certificates): evaluate(certificates: certificates, isNewConnection: isNewConnection)
+        case .failure(let refusal): policy.pinningMode == .none ? nil : refusal
         }
-        let certificates: [TLSCertificate]
+    }
+
+    /// The certificates of `chain` (PEM, as libcurl reports them), parsed once for every
+    /// check that needs them; a chain that does not parse is a refusal.
+    func parse(_ chain: [String]) -> Result<[TLSCertificate], SecurityError> {
         do {
-            certificates = try chain.flatMap { try TLSCertificate.certificates(in: Data($0.utf8), source: "(\(host)'s chain)") }
+            return .success(try chain.flatMap { try TLSCertificate.certificates(in: Data($0.utf8), source: "(\(host)'s chain)") })
         } catch {
-            return error as? SecurityError ?? SecurityError(.certificateChainUnavailable(host: host))
+            return .failure(error as? SecurityError ?? SecurityError(.certificateChainUnavailable(host: host)))
+        }
+    }
+
+    /// ``evaluate(chain:isNewConnection:)`` for a chain already parsed.
+    func evaluate(certificates: [TLSCertificate], isNewConnection: Bool) -> SecurityError? {
+        guard policy.pinningMode != .none else { return nil }
+        guard !certificates.isEmpty else {
+            return isNewConnection ? SecurityError(.certificateChainUnavailable(host: host)) : nil
         }
         switch policy.pinningMode {
         case .none:

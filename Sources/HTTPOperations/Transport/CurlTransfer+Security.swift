@@ -83,15 +83,19 @@ extension CurlTransfer {
     /// request is sent again once it says yes.
     private func checkServerTrust() -> Int32 {
         let host = request.url.host ?? ""
-        let chain = certificateChain()
         let isNew = madeNewConnection
         let check = ServerTrustCheck(policy: request.securityPolicy, host: host)
-        if let refusal = check.evaluate(chain: chain, isNewConnection: isNew) {
+        // Parsed once, for the pins and for the block.
+        let certificates: [TLSCertificate]
+        switch check.parse(certificateChain()) {
+        case .success(let parsed): certificates = parsed
+        case .failure(let refusal): return refuse(SecurityError(refusal.reason, url: request.url))
+        }
+        if let refusal = check.evaluate(certificates: certificates, isNewConnection: isNew) {
             return refuse(SecurityError(refusal.reason, url: request.url))
         }
         if let evaluation = request.serverTrustEvaluation, isNew {
-            guard let certificates = try? chain.flatMap({ try TLSCertificate.certificates(in: Data($0.utf8)) }),
-                  !certificates.isEmpty else {
+            guard !certificates.isEmpty else {
                 return refuse(SecurityError(.certificateChainUnavailable(host: host), url: request.url))
             }
             let trust = ServerTrust(host: host, port: request.url.port ?? 443, certificates: certificates,
