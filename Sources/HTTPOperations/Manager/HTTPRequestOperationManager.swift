@@ -1,6 +1,8 @@
+import CoreMetrics
 import Foundation
 import Logging
 import Synchronization
+import Tracing
 
 /// Where users meet the AFNetworking 2.0 model: a base URL, a request serializer, a response
 /// serializer, a security policy and an `OperationQueue`, with one method per HTTP verb.
@@ -45,6 +47,9 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var serverTrustEvaluation: ServerTrustEvaluation?
         var totalTimeout: Duration?
         var logger = URLConnectionOperation.silentLogger
+        var metrics = RequestMetrics.bootstrapped
+        /// `.none`: each operation keeps the tracer current where it was made.
+        var tracer: (any Tracer)??
         var sensitiveHeaderFields: Set<String> = []
         var completionQueue: DispatchQueue?
         var completionGroup: DispatchGroup?
@@ -174,6 +179,26 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         set { settings.withLock { $0.logger = newValue } }
     }
 
+    /// The swift-metrics factory the manager's operations report to (see
+    /// ``URLConnectionOperation/metricsFactory``): by default the one given to
+    /// `MetricsSystem.bootstrap`, or nil when none was; nil reports nothing. Its instruments
+    /// are made once, here, and shared by every operation the manager makes afterwards.
+    public var metricsFactory: (any MetricsFactory)? {
+        get { settings.withLock { $0.metrics?.factory } }
+        set {
+            let metrics = newValue.flatMap { RequestMetrics(factory: $0) }
+            settings.withLock { $0.metrics = metrics }
+        }
+    }
+
+    /// The tracer of the manager's operations (see ``URLConnectionOperation/tracer``). Until
+    /// it is set, each operation takes the tracer current where it is made (the one of
+    /// `InstrumentationSystem`, or bound with `withTracer`); set nil to trace nothing.
+    public var tracer: (any Tracer)? {
+        get { settings.withLock { $0.tracer } ?? RequestTracing.currentTracer }
+        set { settings.withLock { $0.tracer = .some(newValue) } }
+    }
+
     /// The total timeout of every operation the manager makes (see
     /// ``URLConnectionOperation/totalTimeout``); nil for none.
     public var totalTimeout: Duration? {
@@ -226,6 +251,8 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
             state.settings.serverTrustEvaluation = settings.serverTrustEvaluation
             state.settings.totalTimeout = settings.totalTimeout
             state.settings.logger = settings.logger
+            state.settings.metrics = settings.metrics
+            if let tracer = settings.tracer { state.settings.tracer = tracer }
             state.settings.sensitiveHeaderFields = settings.sensitiveHeaderFields
             state.settings.credential = settings.credential
             // The manager's credential is for its base URL's origin, whatever URL a request names.

@@ -425,13 +425,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// Adds a finished transfer's times to the operation's.
     private func record(_ last: TransferTimings.Transfer?) {
         guard let last else { return }
-        if var timings {
-            timings.beforeLastTransfer += timings.lastTransfer.total
-            timings.lastTransfer = last
-            timings.transfers += 1
-            self.timings = timings
-        } else {
+        if timings == nil {
             timings = TransferTimings(lastTransfer: last)
+        } else {
+            timings!.append(last)
         }
     }
 
@@ -552,7 +549,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             RequestLogging.resumesKey: "\(machine.metrics.resumes)",
         ] : nil
         operation.conclude(response: response, data: data, error: error, timings: timings,
-                           log: outcomeMetadata.map { (logger, $0) }, on: callbackQueue,
+                           retries: machine.retries, resumes: machine.metrics.resumes, log: outcomeMetadata.map { (logger, $0) }, on: callbackQueue,
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
                            completion: completionCheck(succeeded: error == nil),
                            handoff: NetworkThread.shared.callbacks)

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Logging
 
@@ -25,12 +26,13 @@ extension URLConnectionOperation {
         // After prepareRequest(), so observers see the request that is sent.
         NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
         // The settings and the request only: copying the whole state retains every field.
-        let (settings, request, cancelledBefore) = state.withLock { ($0.settings, $0.currentRequest, $0.cancelRequested) }
+        var (settings, request, cancelledBefore) = state.withLock { ($0.settings, $0.currentRequest, $0.cancelRequested) }
         if cancelledBefore {
             // Cancelled before it started: nothing is opened or sent.
             conclude(response: nil, data: nil, error: cancellationError())
             return
         }
+        startSpan(settings: settings, request: &request)
         // Built outside the lock: it works out the first transfer and opens the body's file.
         let connection = Connection(operation: self, settings: consume settings, request: request)
         let (paused, cancelled, pauseCompletions) = state.withLock { state in
@@ -128,6 +130,8 @@ extension URLConnectionOperation {
     /// the last progress, processResponse(), then the finished state, then the notification.
     ///
     /// - Parameters:
+    ///   - timings, retries, resumes: What the transfers measured, for the timings, the
+    ///     metrics and the span.
     ///   - callbackQueue: The queue the operation's other callbacks went through (serial when
     ///     there were progress callbacks), so the outcome comes after all of them; nil means
     ///     the completion queue.
@@ -137,6 +141,7 @@ extension URLConnectionOperation {
     ///   - handoff: On the network thread, the hand-off that batches the outcomes of one pass
     ///     into one wake-up; nil dispatches now.
     func conclude(response: URLResponse?, data: Data?, error: (any Error)?, timings: TransferTimings? = nil,
+                  retries: Int = 0, resumes: Int = 0,
                   log: (Logger, Logger.Metadata)? = nil, on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
                   completion: (@Sendable (Data?) -> (any Error)?)? = nil,
                   handoff: CallbackHandoff? = nil) {
@@ -176,11 +181,16 @@ extension URLConnectionOperation {
                 }
             }
             self.processResponse()
-            let observers = self.state.withLock { state in
+            let (observers, observation) = self.state.withLock { state in
                 state.outcomeObserversTaken = true
-                defer { state.outcomeObservers.removeAll() }
-                return state.outcomeObservers
+                defer {
+                    state.outcomeObservers.removeAll()
+                    state.observation.span = nil
+                }
+                return (state.outcomeObservers, state.observation)
             }
+            // Before the observers: whoever awaits the outcome finds it measured.
+            self.reportOutcome(observation, timings: timings, retries: retries, resumes: resumes)
             for observer in observers { observer(self) }
             self.transition(to: .finished)
             if let (logger, metadata) = log {
@@ -231,26 +241,45 @@ extension URLConnectionOperation {
     func transition<Result>(from expected: OperationPhase?, to next: OperationPhase,
                             when condition: (inout State) -> Bool,
                             update: (inout State) -> Result) -> Result? {
-        let outcome = state.withLock { state -> (result: Result, announceNow: [String]?)? in
+        let outcome = state.withLock { state -> (result: Result, announceNow: [String]?, inFlight: (Meter, up: Bool)?)? in
             guard expected == nil || state.phase == expected, state.phase.canTransition(to: next), condition(&state) else {
                 return nil
             }
             let keys = state.phase.changedKeys(to: next)
+            let inFlight = inFlightChange(from: state.phase, to: next, &state.observation, settings: state.settings)
             state.phase = next
             let result = update(&state)
             guard !state.announcing else {
                 state.unannounced.append(contentsOf: keys)
-                return (result, nil)
+                return (result, nil, inFlight)
             }
             state.announcing = true
-            return (result, keys)
+            return (result, keys, inFlight)
         }
         guard let outcome else { return nil }
+        // The meter is a metrics backend's: called outside the lock.
+        // (A meter ignores a negative increment: down is `decrement`.)
+        if let (meter, up) = outcome.inFlight {
+            if up { meter.increment() } else { meter.decrement() }
+        }
         if let keys = outcome.announceNow {
             announce(keys)
             announceQueuedTransitions()
         }
         return outcome.result
+    }
+
+    /// How the in-flight meter moves from `phase` to `next`: up when the operation starts
+    /// executing, down when it stops (paused or finished), on the instruments fixed when it
+    /// left `ready` — so every increment has its decrement, whatever is set meanwhile.
+    private func inFlightChange(from phase: OperationPhase, to next: OperationPhase, _ observation: inout Observation,
+                                settings: borrowing Settings) -> (Meter, up: Bool)? {
+        if phase == .ready, let metrics = settings.metrics {
+            observation.metrics = metrics
+            observation.startedAt = .now
+        }
+        guard let meter = observation.metrics?.inFlight, (phase == .executing) != (next == .executing) else { return nil }
+        return (meter, next == .executing)
     }
 
     /// Makes the announcements queued while this thread announced, in order, until there are

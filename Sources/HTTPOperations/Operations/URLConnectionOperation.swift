@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Logging
 import Synchronization
+import Tracing
 
 /// Decides what to do with a redirect: return the request to send next (the proposed one,
 /// or a rewritten one), or nil to refuse it and keep the redirect response as the response.
@@ -71,6 +72,21 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// Downloads: where the body goes, how it continues, and what it must add up to.
         var download = DownloadConfiguration()
         var logger = URLConnectionOperation.silentLogger
+        /// swift-metrics instruments; nil reports nothing.
+        var metrics = RequestMetrics.bootstrapped
+        /// The tracer of the operation's span; nil traces nothing.
+        var tracer: (any Tracer)?
+        /// The context the span is a child of: the task's, when the operation was made.
+        var serviceContext: ServiceContext?
+    }
+
+    /// What metrics and tracing need from start to outcome.
+    struct Observation {
+        /// The instruments of the settings when the operation left `ready`: the in-flight
+        /// meter goes up and down on the same one, whatever is set later.
+        var metrics: RequestMetrics?
+        var startedAt: ContinuousClock.Instant?
+        var span: (any Span)?
     }
 
     /// The mutable state of one operation.
@@ -107,6 +123,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var announcing = false
         /// HTTPRequestOperation's own fields, behind the same lock.
         var http = HTTPRequestOperation.HTTPState()
+        var observation = Observation()
     }
 
     let state: Mutex<State>
@@ -141,7 +158,11 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     public init(request: URLRequest) {
         self.request = request
         self.requestID = RequestLogging.nextRequestID()
-        self.state = Mutex(State(currentRequest: request))
+        var initial = State(currentRequest: request)
+        // Task-locals reach neither the operation queue nor the network thread: read them here.
+        initial.settings.tracer = RequestTracing.currentTracer
+        initial.settings.serviceContext = ServiceContext.current
+        self.state = Mutex(initial)
         super.init()
     }
 
@@ -277,8 +298,6 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         set { state.withLock { $0.settings.credential = newValue } }
     }
 
-    /// How many redirects to follow before failing with `URLError(.httpTooManyRedirects)`;
-    /// 0 follows none. Default 16.
     /// The longest the whole operation may take, from `start()` to its outcome: every
     /// transfer, redirect, authentication round, retry wait, block decision and pause
     /// included. When it passes, the operation fails with `URLError(.timedOut)` wherever it
@@ -289,6 +308,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         set { state.withLock { $0.settings.totalTimeout = newValue } }
     }
 
+    /// How many redirects to follow before failing with `URLError(.httpTooManyRedirects)`;
+    /// 0 follows none. Default 16.
     public var maximumRedirects: Int {
         get { state.withLock { $0.settings.maximumRedirects } }
         set { state.withLock { $0.settings.maximumRedirects = max(0, newValue) } }

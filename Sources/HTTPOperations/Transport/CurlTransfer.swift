@@ -125,12 +125,16 @@ final class CurlTransfer {
         delegate.transfer(self, didCompleteWith: error)
     }
 
-    /// Seven `curl_easy_getinfo` calls: nothing is measured here, curl keeps the times.
+    /// Nine `curl_easy_getinfo` calls: nothing is measured here, curl keeps the times.
     private func readTimings() -> TransferTimings.Transfer? {
         guard let easy else { return nil }
         func duration(_ info: CURLINFO) -> Duration {
             var microseconds: curl_off_t = 0
             return ccurl_easy_getinfo_off(easy, info, &microseconds) == CURLE_OK ? .microseconds(microseconds) : .zero
+        }
+        func count(_ info: CURLINFO) -> Int64 {
+            var bytes: curl_off_t = 0
+            return ccurl_easy_getinfo_off(easy, info, &bytes) == CURLE_OK ? Int64(bytes) : 0
         }
         var connects = 0
         _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
@@ -147,7 +151,8 @@ final class CurlTransfer {
             nameLookup: duration(CURLINFO_NAMELOOKUP_TIME_T), connect: duration(CURLINFO_CONNECT_TIME_T),
             tlsHandshake: duration(CURLINFO_APPCONNECT_TIME_T), requestSent: duration(CURLINFO_PRETRANSFER_TIME_T),
             firstByte: duration(CURLINFO_STARTTRANSFER_TIME_T), total: duration(CURLINFO_TOTAL_TIME_T),
-            reusedConnection: connects == 0, httpVersion: httpVersion)
+            reusedConnection: connects == 0, httpVersion: httpVersion,
+            bytesSent: count(CURLINFO_SIZE_UPLOAD_T), bytesReceived: count(CURLINFO_SIZE_DOWNLOAD_T))
     }
 
     /// The absolute URL a 3xx response points to, as curl resolved its `Location`.

@@ -161,3 +161,11 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// A signal that fires when `operation` posts `name` (register it before the operation
+/// starts); remove the observer when done.
+func notificationSignal(_ name: Notification.Name, of operation: URLConnectionOperation) -> (TestSignal, any NSObjectProtocol) {
+    let signal = TestSignal("\(name.rawValue)")
+    let observer = NotificationCenter.default.addObserver(forName: name, object: operation, queue: nil) { _ in signal.fire() }
+    return (signal, observer)
+}

@@ -26,11 +26,15 @@ public struct TransferTimings: Sendable, Hashable, CustomStringConvertible {
         public var reusedConnection: Bool
         /// The HTTP version spoken: "1.0", "1.1", "2" or "3"; nil for other schemes.
         public var httpVersion: String?
+        /// Request body bytes sent (`CURLINFO_SIZE_UPLOAD_T`).
+        public var bytesSent: Int64
+        /// Response body bytes received, as they came off the wire (`CURLINFO_SIZE_DOWNLOAD_T`).
+        public var bytesReceived: Int64
 
         /// Creates the timings of one transfer.
         public init(nameLookup: Duration = .zero, connect: Duration = .zero, tlsHandshake: Duration = .zero,
                     requestSent: Duration = .zero, firstByte: Duration = .zero, total: Duration = .zero,
-                    reusedConnection: Bool = false, httpVersion: String? = nil) {
+                    reusedConnection: Bool = false, httpVersion: String? = nil, bytesSent: Int64 = 0, bytesReceived: Int64 = 0) {
             self.nameLookup = nameLookup
             self.connect = connect
             self.tlsHandshake = tlsHandshake
@@ -39,6 +43,8 @@ public struct TransferTimings: Sendable, Hashable, CustomStringConvertible {
             self.total = total
             self.reusedConnection = reusedConnection
             self.httpVersion = httpVersion
+            self.bytesSent = bytesSent
+            self.bytesReceived = bytesReceived
         }
     }
 
@@ -51,17 +57,36 @@ public struct TransferTimings: Sendable, Hashable, CustomStringConvertible {
     public var redirects: Int
     /// The time of every transfer before the last one (`CURLINFO_TOTAL_TIME_T`, summed).
     public var beforeLastTransfer: Duration
+    /// Request body bytes sent by every transfer.
+    public var bytesSent: Int64
+    /// Response body bytes received by every transfer (redirect and error bodies included).
+    public var bytesReceived: Int64
+    /// How many of the ``transfers`` used a connection an earlier transfer left open.
+    public var transfersOnReusedConnections: Int
 
     /// The time spent in transfers: ``beforeLastTransfer`` plus the last one's total (pauses,
     /// retry waits and block decisions between transfers not included).
     public var total: Duration { beforeLastTransfer + lastTransfer.total }
 
-    /// Creates timings.
-    public init(lastTransfer: Transfer, transfers: Int = 1, redirects: Int = 0, beforeLastTransfer: Duration = .zero) {
+    /// Creates the timings of an operation whose only transfer is `lastTransfer`.
+    public init(lastTransfer: Transfer) {
         self.lastTransfer = lastTransfer
-        self.transfers = transfers
-        self.redirects = redirects
-        self.beforeLastTransfer = beforeLastTransfer
+        self.transfers = 1
+        self.redirects = 0
+        self.beforeLastTransfer = .zero
+        self.bytesSent = lastTransfer.bytesSent
+        self.bytesReceived = lastTransfer.bytesReceived
+        self.transfersOnReusedConnections = lastTransfer.reusedConnection ? 1 : 0
+    }
+
+    /// Adds a transfer that came after the others; it becomes ``lastTransfer``.
+    public mutating func append(_ transfer: Transfer) {
+        beforeLastTransfer += lastTransfer.total
+        lastTransfer = transfer
+        transfers += 1
+        bytesSent += transfer.bytesSent
+        bytesReceived += transfer.bytesReceived
+        if transfer.reusedConnection { transfersOnReusedConnections += 1 }
     }
 
     /// One line, in milliseconds: `dns 0.1 connect 0.3 tls 2.0 sent 2.1 first byte 5.0 total 5.2 (HTTP/2, new connection, 1 transfer)`.

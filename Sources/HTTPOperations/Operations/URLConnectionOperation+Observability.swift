@@ -1,0 +1,73 @@
+import CoreMetrics
+import Foundation
+import Tracing
+
+/// Where an operation reports: swift-metrics instruments and a swift-distributed-tracing
+/// span. Both are off unless the application bootstrapped a backend (or sets one here), and
+/// then cost nothing per request. See Docs/Observability.md for every label, dimension and
+/// attribute.
+extension URLConnectionOperation {
+    /// The swift-metrics factory the operation reports to: request counts by method, status
+    /// class and kind of error, duration and time to first byte, in-flight operations, bytes,
+    /// retries, resumes and connection reuse. Default: the factory given to
+    /// `MetricsSystem.bootstrap` (read once, the first time an operation is made), or nil when
+    /// none was; nil reports nothing. A manager gives its operations its own
+    /// ``HTTPRequestOperationManager/metricsFactory``. Read when the operation starts.
+    public var metricsFactory: (any MetricsFactory)? {
+        get { state.withLock { $0.settings.metrics?.factory } }
+        set {
+            // Made outside the lock: it makes the instruments.
+            let metrics = newValue.flatMap { RequestMetrics(factory: $0) }
+            state.withLock { $0.settings.metrics = metrics }
+        }
+    }
+
+    /// Sets the instruments a manager made once for all its operations.
+    func setMetrics(_ metrics: RequestMetrics?) {
+        state.withLock { $0.settings.metrics = metrics }
+    }
+
+    /// The tracer that records the operation's client span and writes its propagation header
+    /// fields (W3C `traceparent` with swift-otel) into the request. Default: the tracer of
+    /// `InstrumentationSystem` (or bound with `withTracer`) when the operation was made, nil
+    /// when that is the no-op tracer; nil traces nothing. Read when the operation starts.
+    public var tracer: (any Tracer)? {
+        get { state.withLock { $0.settings.tracer } }
+        set { state.withLock { $0.settings.tracer = newValue } }
+    }
+
+    /// The context the operation's span is a child of. Default: `ServiceContext.current` where
+    /// the operation was made — the operation starts on a queue, where the task's context is
+    /// gone, so it is captured then.
+    public var serviceContext: ServiceContext? {
+        get { state.withLock { $0.settings.serviceContext } }
+        set { state.withLock { $0.settings.serviceContext = newValue } }
+    }
+
+    /// Starts the span when there is a tracer, writing its header fields into `request`
+    /// (`settings` is the copy the connection is made from).
+    func startSpan(settings: Settings, request: inout URLRequest) {
+        guard let tracer = settings.tracer else { return }
+        let span = RequestTracing.startSpan(tracer: tracer, context: settings.serviceContext ?? .topLevel,
+                                            request: &request, requestID: requestID)
+        let sent = request
+        state.withLock { state in
+            state.observation.span = span
+            state.currentRequest = sent
+        }
+    }
+
+    /// Ends the span and records the metrics of the outcome; on the callback queue, once.
+    func reportOutcome(_ observation: Observation, timings: TransferTimings?, retries: Int, resumes: Int) {
+        guard observation.metrics != nil || observation.span != nil else { return }
+        let (response, error) = (response, self.error)
+        if let span = observation.span {
+            RequestTracing.end(span, response: response, error: error, timings: timings, retries: retries, resumes: resumes)
+        }
+        if let metrics = observation.metrics {
+            let duration = observation.startedAt.map { ContinuousClock.now - $0 } ?? .zero
+            metrics.record(.init(method: request.httpMethod, response: response, error: error, duration: duration,
+                                 timings: timings, retries: retries, resumes: resumes))
+        }
+    }
+}
