@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HTTPOperations
+import Synchronization
 
 /// `httpop download URL -o FILE`: stream a body to a file, resumably.
 struct Download: ParsableCommand {
@@ -8,9 +9,9 @@ struct Download: ParsableCommand {
         abstract: "Download a URL to a file, streaming it to disk, resumably.",
         discussion: """
         The body is written as it arrives; memory stays flat whatever the size. On Ctrl-C \
-        (SIGINT) or SIGTERM the download pauses, saves its resume data beside the file \
-        (FILE.httpop-resume) and exits with status 130; the same command continues it with \
-        Range and If-Range, and removes the resume data once the file is complete.
+        (SIGINT) or SIGTERM the manager shuts down: the download pauses, saves its resume data \
+        beside the file (FILE.httpop-resume) and the command exits with status 130; the same \
+        command continues it with Range and If-Range, and removes the resume data once the file is complete.
         """
     )
 
@@ -56,9 +57,13 @@ struct Download: ParsableCommand {
         operation.setDownloadProgressBlock { _, total, expected in
             display.update(total: total, expected: expected)
         }
-        let interruption = PauseOnSignals(operation: operation, file: file, display: display)
-        operation.start()
+        // Run by a manager, so that a signal shuts it down the way a server would.
+        let manager = HTTPRequestOperationManager()
+        let interruption = ShutDownOnSignals(manager: manager, file: file, display: display)
+        manager.enqueue(operation)
         operation.waitUntilFinished()
+        // A signal finishes the operation cancelled; the handler reports and exits.
+        interruption.exitIfShuttingDown()
         interruption.cancel()
 
         let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
@@ -73,13 +78,26 @@ struct Download: ParsableCommand {
     }
 }
 
-/// Turns SIGINT and SIGTERM into a pause that saves resume data, then exit status 130.
+/// Turns SIGINT and SIGTERM into the manager's shutdown: the download pauses, its resume data
+/// is saved beside the file, and the process exits with status 130.
 ///
 /// Not Sendable: made and cancelled on the thread that runs the command.
-final class PauseOnSignals {
+final class ShutDownOnSignals {
     private let sources: [any DispatchSourceSignal]
+    private let shuttingDown: DispatchSemaphore
+    private let started = Flag()
 
-    init(operation: HTTPRequestOperation, file: URL, display: ProgressDisplay) {
+    /// Set once, by the first signal.
+    final class Flag: Sendable {
+        private let value = Atomic<Bool>(false)
+
+        /// Sets the flag; true when it was not set before.
+        func set() -> Bool { !value.exchange(true, ordering: .relaxed) }
+
+        var isSet: Bool { value.load(ordering: .relaxed) }
+    }
+
+    init(manager: HTTPRequestOperationManager, file: URL, display: ProgressDisplay) {
         // A parent may have started us with these blocked (libdispatch's threads block them,
         // and children inherit the mask); a blocked signal would never reach the source.
         var unblock = sigset_t()
@@ -87,23 +105,37 @@ final class PauseOnSignals {
         sigaddset(&unblock, SIGINT)
         sigaddset(&unblock, SIGTERM)
         pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+        // Never signalled: the handler ends the process.
+        shuttingDown = DispatchSemaphore(value: 0)
+        let started = started
         sources = [SIGINT, SIGTERM].map { number in
             // Ignored first, so the default action does not end the process before dispatch
             // hears about it.
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                operation.pause {
-                    let held = operation.resumeData?.offset ?? 0
+                guard started.set() else { return }
+                Task {
+                    let report = await manager.shutdown(gracePeriod: .zero, pauseDownloads: true)
                     display.interrupt()
-                    say(stderr: "paused at byte \(held); resume data saved to "
-                        + "\(ResumeData.sidecarURL(for: file).lastPathComponent); run the same command to continue")
+                    if let saved = report.pausedDownloads.first {
+                        say(stderr: "paused at byte \(saved.offset); resume data saved to "
+                            + "\(ResumeData.sidecarURL(for: file).lastPathComponent); run the same command to continue")
+                    } else {
+                        say(stderr: "stopped before the download was under way; run the same command to start it")
+                    }
                     Foundation.exit(130)
                 }
             }
             source.resume()
             return source
         }
+    }
+
+    /// After a signal, waits for the handler to exit the process; returns at once otherwise.
+    func exitIfShuttingDown() {
+        guard started.isSet else { return }
+        shuttingDown.wait()
     }
 
     func cancel() {

@@ -59,7 +59,8 @@ extension AllTests {
             }
         }
 
-        @Test func interruptSavesResumeDataAndTheSameCommandContinues() async throws {
+        @Test(arguments: [SIGINT, SIGTERM])
+        func aSignalShutsDownSavesResumeDataAndTheSameCommandContinues(signal: Int32) async throws {
             let size = 3_000_000
             var options = ResumableOptions()
             options.chunkSize = 32 << 10
@@ -77,7 +78,7 @@ extension AllTests {
             let first = try Run(arguments)
             // Interrupt once progress is reported: the download is under way.
             _ = try await offPool { first.readUntil("%") }
-            kill(first.process.processIdentifier, SIGINT)
+            kill(first.process.processIdentifier, signal)
             let interrupted = try await offPool { first.finish() }
             #expect(interrupted.status == 130, "\(interrupted.stderr)")
             #expect(interrupted.stderr.contains("paused at byte"))

@@ -41,4 +41,7 @@ extension ErrorCode where Domain == TransferError {
     /// Resuming would send a request whose method is not idempotent (POST, PATCH) a second
     /// time; nothing was sent again.
     public static var requestNotResendable: Self { Self("requestNotResendable") }
+    /// The operation was given to a manager after ``HTTPRequestOperationManager/shutdown(gracePeriod:pauseDownloads:)``
+    /// began; nothing was sent.
+    public static var managerShutDown: Self { Self("managerShutDown") }
 }

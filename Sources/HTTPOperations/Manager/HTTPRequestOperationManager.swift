@@ -56,6 +56,8 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var credential: URLCredential?
         var timeoutInterval: TimeInterval?
         var operationFactory: OperationFactory = { HTTPRequestOperation(request: $0) }
+        /// Set by `shutdown`: operations enqueued afterwards are refused.
+        var isShutDown = false
     }
 
     private let settings = Mutex(Settings())
@@ -271,9 +273,41 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// every dependency has finished. Foundation's queue re-examines every operation that is
     /// not ready each time one finishes (measured: 13 s for a 10,000-long chain), so the
     /// manager keeps waiting operations to itself.
+    ///
+    /// Once ``shutdown(gracePeriod:pauseDownloads:)`` has begun, the operation is refused
+    /// instead: a `URLConnectionOperation` fails with ``TransferError`` `.managerShutDown`,
+    /// any other operation is cancelled.
     public func enqueue(_ operation: Operation) {
-        queue.addWhenReady(operation)
+        // Added under the lock shutdown() marks the manager with: an operation is either in
+        // the queue it drains, or refused.
+        let accepted = settings.withLock { settings in
+            if !settings.isShutDown { queue.addWhenReady(operation) }
+            return !settings.isShutDown
+        }
+        guard accepted else {
+            if let operation = operation as? URLConnectionOperation {
+                operation.refuse(TransferError(.managerShutDown, url: operation.request.url,
+                                               detail: "The manager is shut down: it starts no more operations"))
+            } else {
+                operation.cancel()
+            }
+            return
+        }
     }
+
+    /// Whether ``shutdown(gracePeriod:pauseDownloads:)`` has begun.
+    public var isShutDown: Bool { settings.withLock { $0.isShutDown } }
+
+    /// Marks the manager shut down; returns false when it already was.
+    func beginShutdown() -> Bool {
+        settings.withLock { settings in
+            defer { settings.isShutDown = true }
+            return !settings.isShutDown
+        }
+    }
+
+    /// The queue the manager's operations run on, waiting ones included.
+    var managedQueue: DependencyAwareOperationQueue { queue }
 
     /// Builds a request for `method` and enqueues its operation; on a serializer error calls
     /// `failure` on the completion queue and returns nil.

@@ -50,6 +50,13 @@ extension URLConnectionOperation {
         }
     }
 
+    /// Finishes an operation that was never started with `error`, without sending anything
+    /// (a manager that is shutting down refuses it). Does nothing once it has started.
+    func refuse(_ error: any Error) {
+        guard transition(from: .ready, to: .executing) else { return }
+        conclude(response: nil, data: nil, error: error)
+    }
+
     /// The body of `cancel()`.
     func cancelTransfer() {
         // Decided under the lock that start() uses, so a cancel racing with start() is seen

@@ -1,0 +1,110 @@
+import Foundation
+@testable import HTTPOperations
+import HTTPTestServer
+import Synchronization
+import Testing
+
+/// `manager.shutdown(gracePeriod:pauseDownloads:)`: what finishes, what pauses, what is
+/// cancelled and what is refused — and that a paused download continues byte-exact later.
+extension AllTests {
+    @Suite struct ShutdownTests {
+        static let size = 2_000_000
+
+        @Test func runningRequestsFinishDownloadsPauseTheRestIsCancelledAndNothingNewIsSent() async throws {
+            let server = try TestServer.start()
+            defer { server.shutdown() }
+            let manager = HTTPRequestOperationManager()
+            manager.responseSerializer = HTTPResponseSerializer()
+
+            // A request that finishes within the grace period.
+            let quick = manager.httpRequestOperation(with: URLRequest(url: server.url(.delay(milliseconds: 300))),
+                                                     success: nil, failure: nil)
+            // A download to a file that would take seconds.
+            var options = ResumableOptions()
+            options.chunkSize = 32 << 10
+            options.chunkDelayMilliseconds = 40
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            let resource = URLRequest(url: server.url(.resumable(size: Self.size, options: options)))
+            let download = manager.httpRequestOperation(with: resource, success: nil, failure: nil)
+            download.destinationURL = file
+            let halfway = TestSignal("200,000 bytes")
+            let fired = Mutex(false)
+            download.setDownloadProgressBlock { _, total, _ in
+                if total >= 200_000, !fired.withLock({ let was = $0; $0 = true; return was }) { halfway.fire() }
+            }
+            // An operation that waits for a dependency that never finishes: not started.
+            let waiting = manager.httpRequestOperation(with: URLRequest(url: server.url(.bytes(10))), success: nil, failure: nil)
+            waiting.addDependency(BlockOperation {})
+            let (started, observer) = notificationSignal(.networkingOperationDidStart, of: quick)
+            defer { NotificationCenter.default.removeObserver(observer) }
+            for op in [quick, download, waiting] { manager.enqueue(op) }
+            try await started.wait()
+            try await halfway.wait()
+
+            let report = await manager.shutdown(gracePeriod: .seconds(10))
+            #expect(report.completed == 1)
+            #expect(report.cancelled == 1)
+            try #require(report.pausedDownloads.count == 1)
+            #expect(quick.error == nil && quick.isFinished)
+            #expect((waiting.error as? URLError)?.code == .cancelled)
+            #expect((download.error as? URLError)?.code == .cancelled && download.isFinished)
+            #expect(manager.operationCount == 0 && manager.isShutDown)
+            let saved = report.pausedDownloads[0]
+            #expect(saved.offset >= 200_000 && saved.offset < Int64(Self.size), "paused at \(saved.offset)")
+            #expect(FileManager.default.fileExists(atPath: ResumeData.sidecarURL(for: file).path))
+
+            // Refused, and nothing sent.
+            let received = server.receivedRequests.count
+            let late = manager.httpRequestOperation(with: URLRequest(url: server.url(.bytes(10))), success: nil, failure: nil)
+            manager.enqueue(late)
+            try await waitUntilFinished(late)
+            #expect((late.error as? TransferError)?.code == .managerShutDown)
+            #expect(server.receivedRequests.count == received)
+            #expect(await manager.shutdown() == ShutdownReport(), "a second shutdown has nothing to do")
+
+            // The next process continues the download from its file and resume data.
+            let (next, resumingFrom) = HTTPRequestOperation.download(resource, to: file)
+            #expect(resumingFrom?.offset == saved.offset)
+            let outcome = try await run(next)
+            #expect(outcome.error == nil)
+            #expect(sha256(try Data(contentsOf: file)) == sha256(ResumableOptions.content(version: 0, count: Self.size)))
+            #expect(next.downloadMetrics.firstResumeOffset == saved.offset)
+        }
+
+        @Test func requestsStillRunningWhenTheGracePeriodEndsAreCancelled() async throws {
+            let manager = HTTPRequestOperationManager()
+            manager.responseSerializer = HTTPResponseSerializer()
+            let slow = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.delay(milliseconds: 10_000))),
+                                                    success: nil, failure: nil)
+            let (started, observer) = notificationSignal(.networkingOperationDidStart, of: slow)
+            defer { NotificationCenter.default.removeObserver(observer) }
+            manager.enqueue(slow)
+            try await started.wait()
+            let clock = ContinuousClock()
+            let begin = clock.now
+            let report = await manager.shutdown(gracePeriod: .milliseconds(200))
+            let took = clock.now - begin
+            #expect(report == { var expected = ShutdownReport(); expected.cancelled = 1; return expected }())
+            #expect((slow.error as? URLError)?.code == .cancelled)
+            #expect(took < .seconds(5), "shut down in \(took)")
+        }
+
+        @Test func downloadsRunOnLikeAnyRequestWhenNotPaused() async throws {
+            let manager = HTTPRequestOperationManager()
+            manager.responseSerializer = HTTPResponseSerializer()
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            let download = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.bytes(100_000))), success: nil, failure: nil)
+            download.destinationURL = file
+            let (started, observer) = notificationSignal(.networkingOperationDidStart, of: download)
+            defer { NotificationCenter.default.removeObserver(observer) }
+            manager.enqueue(download)
+            try await started.wait()
+            let report = await manager.shutdown(gracePeriod: .seconds(10), pauseDownloads: false)
+            #expect(report.completed == 1 && report.pausedDownloads.isEmpty && report.cancelled == 0)
+            #expect(download.error == nil)
+            #expect((try? Data(contentsOf: file).count) == 100_000)
+        }
+    }
+}
