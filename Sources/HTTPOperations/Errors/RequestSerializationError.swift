@@ -15,6 +15,7 @@ public struct RequestSerializationError: Error, Sendable, CustomStringConvertibl
             case queryStringFailed(detail: String)
             case unreadableFile(URL, detail: String)
             case unencodableString
+            case unencodableBody(detail: String)
         }
 
         let kind: Kind
@@ -31,6 +32,8 @@ public struct RequestSerializationError: Error, Sendable, CustomStringConvertibl
         public static func unreadableFile(_ url: URL, detail: String) -> Reason { Reason(kind: .unreadableFile(url, detail: detail)) }
         /// A string cannot be represented in the serializer's string encoding.
         public static var unencodableString: Reason { Reason(kind: .unencodableString) }
+        /// An `Encodable` body could not be encoded.
+        public static func unencodableBody(detail: String) -> Reason { Reason(kind: .unencodableBody(detail: detail)) }
 
         /// The kind, without the values.
         public var code: Code {
@@ -41,6 +44,7 @@ public struct RequestSerializationError: Error, Sendable, CustomStringConvertibl
             case .queryStringFailed: .queryStringFailed
             case .unreadableFile: .unreadableFile
             case .unencodableString: .unencodableString
+            case .unencodableBody: .unencodableBody
             }
         }
     }
@@ -67,6 +71,7 @@ public struct RequestSerializationError: Error, Sendable, CustomStringConvertibl
         case .queryStringFailed(let detail): "The query-string block failed: \(detail)"
         case .unreadableFile(let url, let detail): "Cannot read \(url.path) for a multipart body: \(detail)"
         case .unencodableString: "A string cannot be represented in the serializer's string encoding."
+        case .unencodableBody(let detail): "The request body cannot be encoded: \(detail)"
         }
     }
 }
@@ -84,4 +89,6 @@ extension ErrorCode where Domain == RequestSerializationError {
     public static var unreadableFile: Self { Self("unreadableFile") }
     /// See ``RequestSerializationError/Reason/unencodableString``.
     public static var unencodableString: Self { Self("unencodableString") }
+    /// See ``RequestSerializationError/Reason/unencodableBody(detail:)``.
+    public static var unencodableBody: Self { Self("unencodableBody") }
 }

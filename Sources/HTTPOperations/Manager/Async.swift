@@ -71,12 +71,16 @@ extension HTTPRequestOperationManager {
         }
     }
 
-    private func perform(_ method: String, _ urlString: String, parameters: Any?,
-                         serializer: (any URLResponseSerialization)? = nil) async throws -> ResponseOutcome {
-        let request = try makeRequest(method, urlString, parameters: parameters)
+    /// Runs `request` with the manager's settings and `serializer` (the manager's when nil).
+    private func perform(_ request: URLRequest, serializer: (any URLResponseSerialization)? = nil) async throws -> ResponseOutcome {
         let operation = httpRequestOperation(with: request, success: nil, failure: nil)
         if let serializer { operation.responseSerializer = serializer }
         return try await run(operation)
+    }
+
+    private func perform(_ method: String, _ urlString: String, parameters: Any?,
+                         serializer: (any URLResponseSerialization)? = nil) async throws -> ResponseOutcome {
+        try await perform(makeRequest(method, urlString, parameters: parameters), serializer: serializer)
     }
 
     /// GET, awaited: the response and the serialized object.
@@ -109,16 +113,127 @@ extension HTTPRequestOperationManager {
         try await perform("DELETE", urlString, parameters: parameters)
     }
 
+    /// POST of a multipart form, awaited: the parts are streamed from memory and files as
+    /// the request is sent (see ``MultipartFormData``).
+    public func post(_ urlString: String, parameters: [String: Any]? = nil,
+                     constructingBodyWith block: (MultipartFormData) throws -> Void) async throws -> ResponseOutcome {
+        try await perform(multipartRequest(urlString, parameters: parameters, body: block))
+    }
+
+    // MARK: - Typed
+
+    /// Sends `method` to `urlString` with `parameters` serialized by the request serializer,
+    /// and decodes the response into `T` with a ``DecodableResponseSerializer`` (status and
+    /// content type validated first). `EmptyResponse` or an optional `T` accepts an empty body
+    /// (a 204, a HEAD).
+    ///
+    /// - Throws: ``RequestSerializationError``, a transport `URLError`,
+    ///   ``ResponseValidationError``, or ``ResponseSerializationError`` when the body does not
+    ///   decode.
+    public func send<T: Decodable & Sendable>(_ method: String, _ urlString: String, parameters: Any? = nil, as type: T.Type,
+                                              decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        try await decoded(perform(makeRequest(method, urlString, parameters: parameters),
+                                  serializer: DecodableResponseSerializer<T>(decoder: decoder)))
+    }
+
+    /// Sends `method` to `urlString` with `body` encoded as JSON (`Content-Type:
+    /// application/json` unless the request serializer set another), and decodes the response
+    /// into `T`. The manager's request serializer still sets the headers, timeout and
+    /// authorization.
+    ///
+    /// - Throws: ``RequestSerializationError`` `.unencodableBody` when `body` does not encode;
+    ///   otherwise as ``send(_:_:parameters:as:decoder:)``.
+    public func send<Body: Encodable, T: Decodable & Sendable>(_ method: String, _ urlString: String, body: Body,
+                                                                encoder: JSONEncoder = JSONEncoder(), as type: T.Type,
+                                                                decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        try await decoded(perform(makeRequest(method, urlString, body: body, encoder: encoder),
+                                  serializer: DecodableResponseSerializer<T>(decoder: decoder)))
+    }
+
     /// GET, decoded into `T` with a ``DecodableResponseSerializer``.
     public func get<T: Decodable & Sendable>(_ urlString: String, parameters: Any? = nil, as type: T.Type,
                                              decoder: JSONDecoder = JSONDecoder()) async throws -> T {
-        try await decoded(perform("GET", urlString, parameters: parameters, serializer: DecodableResponseSerializer<T>(decoder: decoder)))
+        try await send("GET", urlString, parameters: parameters, as: type, decoder: decoder)
+    }
+
+    /// HEAD, decoded into `T` (`EmptyResponse`, or an optional): the status and headers are
+    /// validated, there is no body.
+    public func head<T: Decodable & Sendable>(_ urlString: String, parameters: Any? = nil, as type: T.Type,
+                                              decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        try await send("HEAD", urlString, parameters: parameters, as: type, decoder: decoder)
     }
 
     /// POST, decoded into `T`.
     public func post<T: Decodable & Sendable>(_ urlString: String, parameters: Any? = nil, as type: T.Type,
                                               decoder: JSONDecoder = JSONDecoder()) async throws -> T {
-        try await decoded(perform("POST", urlString, parameters: parameters, serializer: DecodableResponseSerializer<T>(decoder: decoder)))
+        try await send("POST", urlString, parameters: parameters, as: type, decoder: decoder)
+    }
+
+    /// PUT, decoded into `T`.
+    public func put<T: Decodable & Sendable>(_ urlString: String, parameters: Any? = nil, as type: T.Type,
+                                             decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        try await send("PUT", urlString, parameters: parameters, as: type, decoder: decoder)
+    }
+
+    /// PATCH, decoded into `T`.
+    public func patch<T: Decodable & Sendable>(_ urlString: String, parameters: Any? = nil, as type: T.Type,
+                                               decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        try await send("PATCH", urlString, parameters: parameters, as: type, decoder: decoder)
+    }
+
+    /// DELETE, decoded into `T`.
+    public func delete<T: Decodable & Sendable>(_ urlString: String, parameters: Any? = nil, as type: T.Type,
+                                                decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        try await send("DELETE", urlString, parameters: parameters, as: type, decoder: decoder)
+    }
+
+    /// POST of an `Encodable` body as JSON, decoded into `T`.
+    public func post<Body: Encodable, T: Decodable & Sendable>(_ urlString: String, body: Body, encoder: JSONEncoder = JSONEncoder(),
+                                                                as type: T.Type, decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        try await send("POST", urlString, body: body, encoder: encoder, as: type, decoder: decoder)
+    }
+
+    /// PUT of an `Encodable` body as JSON, decoded into `T`.
+    public func put<Body: Encodable, T: Decodable & Sendable>(_ urlString: String, body: Body, encoder: JSONEncoder = JSONEncoder(),
+                                                               as type: T.Type, decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        try await send("PUT", urlString, body: body, encoder: encoder, as: type, decoder: decoder)
+    }
+
+    /// PATCH of an `Encodable` body as JSON, decoded into `T`.
+    public func patch<Body: Encodable, T: Decodable & Sendable>(_ urlString: String, body: Body, encoder: JSONEncoder = JSONEncoder(),
+                                                                 as type: T.Type, decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        try await send("PATCH", urlString, body: body, encoder: encoder, as: type, decoder: decoder)
+    }
+
+    /// POST of a multipart form, decoded into `T`.
+    public func post<T: Decodable & Sendable>(_ urlString: String, parameters: [String: Any]? = nil,
+                                              constructingBodyWith block: (MultipartFormData) throws -> Void, as type: T.Type,
+                                              decoder: JSONDecoder = JSONDecoder()) async throws -> T {
+        try await decoded(perform(multipartRequest(urlString, parameters: parameters, body: block),
+                                  serializer: DecodableResponseSerializer<T>(decoder: decoder)))
+    }
+
+    /// The multipart POST request; `body` runs before this returns.
+    private func multipartRequest(_ urlString: String, parameters: [String: Any]?,
+                                  body: (MultipartFormData) throws -> Void) throws -> URLRequest {
+        try withoutActuallyEscaping(body) { body in
+            try makeRequest("POST", urlString, parameters: parameters, body: body)
+        }
+    }
+
+    /// The request for `method` with `body` encoded as JSON.
+    private func makeRequest<Body: Encodable>(_ method: String, _ urlString: String, body: Body,
+                                              encoder: JSONEncoder) throws -> URLRequest {
+        var request = try makeRequest(method, urlString, parameters: nil)
+        do {
+            request.httpBody = try encoder.encode(body)
+        } catch {
+            throw RequestSerializationError(.unencodableBody(detail: "\(error)"), underlying: error)
+        }
+        if request.value(forHTTPHeaderField: "Content-Type") == nil {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        return request
     }
 
     private func decoded<T: Decodable>(_ outcome: ResponseOutcome) throws -> T {

@@ -29,6 +29,8 @@ final class BodyWriter: @unchecked Sendable {
         case file(FileHandle, URL)
         /// A caller's stream, opened and closed by the writer.
         case stream(OutputStream)
+        /// A task iterating over the body; a buffer counts as ahead until it takes it.
+        case consumer(ResponseBodyChannel)
     }
 
     /// Bytes per hand-over: 400 write(2) calls for 100 MiB.
@@ -78,7 +80,7 @@ final class BodyWriter: @unchecked Sendable {
             switch self.target.value {
             case .stream(let stream): stream.open()
             case .file where emptyFirst: self.keep(self.empty())
-            case .file: break
+            case .file, .consumer: break
             }
         }
     }
@@ -137,17 +139,30 @@ final class BodyWriter: @unchecked Sendable {
         fillCount = 0
         shared.withLock { $0.ahead += 1 }
         queue.async { [self] in
+            if case .consumer(let channel) = self.target.value {
+                // Ahead until the consumer takes it: that is the backpressure.
+                let chunk = Data(UnsafeRawBufferPointer(rebasing: filled.buffer[0..<filled.count]))
+                self.pool.recycle(filled.buffer)
+                channel.push(chunk) { self.release() }
+                return
+            }
             if self.error == nil {
                 self.keep(self.write(UnsafeRawBufferPointer(rebasing: filled.buffer[0..<filled.count])))
             }
             self.pool.recycle(filled.buffer)
-            let notify = shared.withLock { shared -> Bool in
-                shared.ahead -= 1
-                defer { shared.roomWanted = false }
-                return shared.roomWanted
-            }
-            if notify { self.roomAvailable() }
+            self.release()
         }
+    }
+
+    /// A buffer handed over is done with: room for another, and the network thread hears of
+    /// it if it waits.
+    private func release() {
+        let notify = shared.withLock { shared -> Bool in
+            shared.ahead -= 1
+            defer { shared.roomWanted = false }
+            return shared.roomWanted
+        }
+        if notify { roomAvailable() }
     }
 
     /// Drops the bytes not yet handed over and empties the file after the writes before.
@@ -167,6 +182,8 @@ final class BodyWriter: @unchecked Sendable {
             switch self.target.value {
             case .file(let handle, _): try? handle.close()
             case .stream(let stream): stream.close()
+            // Ended by the operation's outcome, after this.
+            case .consumer: break
             }
             completion(self.error)
         }
@@ -210,6 +227,9 @@ final class BodyWriter: @unchecked Sendable {
                 }
                 offset += written
             }
+        case .consumer:
+            // Pushed by handOver(), never written.
+            break
         }
         return nil
     }

@@ -95,7 +95,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.callbackQueue = queue
         self.uploadProgress = configuration.uploadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
         self.downloadProgress = configuration.downloadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
-        let outputStream = configuration.outputStream.value
+        let outputStream: BodyWriter.Target? = configuration.bodyChannel.map { .consumer($0) }
+            ?? configuration.outputStream.value.map { .stream($0) }
         let first = Result {
             try Self.transferRequest(for: request, credential: configuration.credential,
                                      credentialOrigin: credentialOrigin,
@@ -119,7 +120,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     }
 
     /// Opens the file or stream the body goes to (or prepares memory).
-    private func openSink(stream: OutputStream?) {
+    private func openSink(stream: BodyWriter.Target?) {
         do {
             let continuing = download.continuing || download.validator != nil
             sink = try ResponseBodySink(destination: download.destination, stream: stream, continuing: continuing,

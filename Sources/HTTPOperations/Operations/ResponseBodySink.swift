@@ -24,7 +24,8 @@ final class ResponseBodySink {
     /// Bytes held: in memory, or taken for the file or stream (written, or on their way).
     private(set) var heldBytes: Int64 = 0
 
-    /// A sink for memory (`destination` and `stream` nil), a destination file, or a stream.
+    /// A sink for memory (`destination` and `stream` nil), a destination file, or a stream
+    /// (a caller's `OutputStream` or a ``ResponseBodyChannel``).
     ///
     /// - Parameters:
     ///   - destination: A file to write; created if missing.
@@ -33,7 +34,7 @@ final class ResponseBodySink {
     ///   - roomAvailable: Called on the writer queue when a write made room after
     ///     ``admit(_:)`` said wait.
     /// - Throws: `URLError(.cannotCreateFile)` or `.cannotOpenFile` when the file cannot be opened.
-    init(destination: URL?, stream: OutputStream?, continuing: Bool, followsSymbolicLinks: Bool = false,
+    init(destination: URL?, stream: BodyWriter.Target?, continuing: Bool, followsSymbolicLinks: Bool = false,
          writerQueue: () -> DispatchQueue, roomAvailable: @escaping @Sendable () -> Void) throws {
         if let destination {
             let handle = try Self.openFile(destination, followsSymbolicLinks: followsSymbolicLinks)
@@ -46,7 +47,7 @@ final class ResponseBodySink {
                                     emptyFirst: !continuing && size > 0, roomAvailable: roomAvailable)
             storage = .file(writer, destination)
         } else if let stream {
-            storage = .stream(BodyWriter(target: .stream(stream), queue: writerQueue(), roomAvailable: roomAvailable))
+            storage = .stream(BodyWriter(target: stream, queue: writerQueue(), roomAvailable: roomAvailable))
         } else {
             storage = .memory
         }

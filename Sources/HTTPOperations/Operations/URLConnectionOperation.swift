@@ -51,6 +51,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     struct Settings {
         /// Set before start; from then on only the network thread writes to the stream.
         var outputStream: Handover<OutputStream?> = Handover(nil)
+        /// Set by ``ResponseBodyStream``: the body goes to a task, ahead of ``outputStream``.
+        var bodyChannel: ResponseBodyChannel?
         var completionQueue: DispatchQueue?
         var completionGroup: DispatchGroup?
         var credential: URLCredential?

@@ -1,0 +1,97 @@
+import Foundation
+
+/// A response body as it arrives, in chunks of up to 256 KiB:
+///
+/// ```swift
+/// let body = try manager.stream("export.ndjson")
+/// for try await chunk in body {
+///     try await process(chunk)          // the transfer waits while this is slow
+/// }
+/// ```
+///
+/// Backpressure: at most ``BodyWriter/buffersAhead`` chunks wait for the consumer; beyond
+/// that the transfer pauses in libcurl (no thread blocks) and continues once the loop takes
+/// more. Memory stays bounded whatever the size of the body.
+///
+/// The iteration ends after the last byte, or throws the operation's error (a transport
+/// failure, a status or content type the response serializer refuses) after the bytes that
+/// arrived before it. The ``operation``'s `response` is known once the first chunk has
+/// arrived. Cancelling the iterating task, or dropping the stream and its iterators before
+/// the end, cancels the operation.
+public struct ResponseBodyStream: AsyncSequence, Sendable {
+    /// A chunk of the body.
+    public typealias Element = Data
+
+    /// Cancels the operation when the last copy of the stream and its iterators goes away.
+    fileprivate final class Lifetime: Sendable {
+        let operation: HTTPRequestOperation
+        let channel: ResponseBodyChannel
+
+        init(operation: HTTPRequestOperation, channel: ResponseBodyChannel) {
+            self.operation = operation
+            self.channel = channel
+        }
+
+        deinit {
+            // A finished operation ignores both.
+            channel.abandon()
+            operation.cancel()
+        }
+    }
+
+    private let lifetime: Lifetime
+
+    /// The operation that receives the body: its `response`, `timings`, `error`.
+    public var operation: HTTPRequestOperation { lifetime.operation }
+
+    /// Streams `operation`'s body, which must not have started: it goes to this stream instead
+    /// of memory, a file or an output stream. Enqueue or start the operation yourself (or use
+    /// ``HTTPRequestOperationManager/stream(_:)``).
+    public init(_ operation: HTTPRequestOperation) {
+        let channel = ResponseBodyChannel()
+        operation.state.withLock { $0.settings.bodyChannel = channel }
+        operation.whenOutcomeKnown { operation in channel.finish(operation.error) }
+        lifetime = Lifetime(operation: operation, channel: channel)
+    }
+
+    /// Makes an iterator; iterate once.
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(lifetime: lifetime)
+    }
+
+    /// Gives the chunks in order.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        fileprivate let lifetime: Lifetime
+
+        /// The next chunk; nil after the last one.
+        public mutating func next() async throws -> Data? {
+            let lifetime = lifetime
+            return try await withTaskCancellationHandler {
+                try await lifetime.channel.next()
+            } onCancel: {
+                lifetime.channel.abandon()
+                lifetime.operation.cancel()
+            }
+        }
+    }
+}
+
+extension HTTPRequestOperationManager {
+    /// Enqueues `request` and returns its body as it arrives (see ``ResponseBodyStream``). The
+    /// response is validated by an `HTTPResponseSerializer` with the manager's acceptable
+    /// status codes (200–299): any other status throws at the end of the body.
+    public func stream(_ request: URLRequest) -> ResponseBodyStream {
+        let operation = httpRequestOperation(with: request, success: nil, failure: nil)
+        operation.responseSerializer = HTTPResponseSerializer()
+        let body = ResponseBodyStream(operation)
+        enqueue(operation)
+        return body
+    }
+
+    /// GET `urlString` (relative to ``baseURL``) and return its body as it arrives.
+    ///
+    /// - Throws: ``RequestSerializationError`` when the request cannot be built.
+    public func stream(_ urlString: String, parameters: Any? = nil) throws -> ResponseBodyStream {
+        stream(try makeRequest("GET", urlString, parameters: parameters))
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+@testable import HTTPOperations
+import HTTPTestServer
+import Synchronization
+import Testing
+
+/// The typed async surface: Encodable bodies, `as:` on every verb, async multipart, and the
+/// body as an AsyncSequence with backpressure.
+extension AllTests {
+    @Suite struct AsyncSurfaceTests {
+        struct Echo: Decodable, Sendable {
+            let method: String
+            let path: String
+            let headers: [String: String]
+            let body: String?
+        }
+
+        struct Order: Codable, Sendable, Equatable {
+            let id: Int
+            let items: [String]
+        }
+
+        static func manager() -> HTTPRequestOperationManager {
+            HTTPRequestOperationManager(baseURL: testServer.url(.echo).deletingLastPathComponent())
+        }
+
+        @Test(arguments: ["POST", "PUT", "PATCH"])
+        func anEncodableBodyIsSentAsJSONAndTheAnswerDecoded(method: String) async throws {
+            let manager = Self.manager()
+            let order = Order(id: 7, items: ["tea", "milk"])
+            let echo: Echo = switch method {
+            case "POST": try await manager.post("echo", body: order, as: Echo.self)
+            case "PUT": try await manager.put("echo", body: order, as: Echo.self)
+            default: try await manager.patch("echo", body: order, as: Echo.self)
+            }
+            #expect(echo.method == method)
+            #expect(echo.headers["content-type"] == "application/json")
+            let sent = try JSONDecoder().decode(Order.self, from: Data(try #require(echo.body).utf8))
+            #expect(sent == order)
+        }
+
+        @Test func everyVerbDecodes() async throws {
+            let manager = Self.manager()
+            #expect(try await manager.get("echo", parameters: ["q": "1"], as: Echo.self).method == "GET")
+            #expect(try await manager.delete("echo", as: Echo.self).method == "DELETE")
+            #expect(try await manager.put("echo", parameters: ["a": "b"], as: Echo.self).method == "PUT")
+            #expect(try await manager.patch("echo", as: Echo.self).method == "PATCH")
+            #expect(try await manager.post("echo", as: Echo.self).method == "POST")
+            // HEAD has no body: EmptyResponse (or an optional) accepts that.
+            #expect(try await manager.head("echo", as: EmptyResponse.self) == EmptyResponse())
+            #expect(try await manager.send("OPTIONS", "echo", as: Echo.self).method == "OPTIONS")
+        }
+
+        @Test func aBodyThatDoesNotEncodeIsATypedErrorAndNothingIsSent() async throws {
+            let server = try TestServer.start()
+            defer { server.shutdown() }
+            let manager = HTTPRequestOperationManager(baseURL: server.url(.echo).deletingLastPathComponent())
+            await #expect(throws: RequestSerializationError.self) {
+                _ = try await manager.post("echo", body: ["x": Double.nan], as: Echo.self)
+            }
+            do {
+                _ = try await manager.post("echo", body: ["x": Double.nan], as: Echo.self)
+            } catch let error as RequestSerializationError {
+                #expect(error.code == .unencodableBody)
+            }
+            #expect(server.receivedRequests.isEmpty)
+        }
+
+        @Test func aMultipartUploadIsAwaited() async throws {
+            let manager = Self.manager()
+            let file = temporaryFile()
+            defer { try? FileManager.default.removeItem(at: file) }
+            try Data(count: 300_000).write(to: file)
+            struct Summary: Decodable, Sendable { let bodyLength: Int }
+            let summary = try await manager.post("upload", parameters: ["name": "x"], constructingBodyWith: { form in
+                try form.appendPart(fileURL: file, name: "file")
+            }, as: Summary.self)
+            #expect(summary.bodyLength > 300_000)
+            let outcome = try await manager.post("echo", constructingBodyWith: { form in
+                form.appendPart(formData: Data("v".utf8), name: "k")
+            })
+            #expect(outcome.response?.statusCode == 200)
+        }
+
+        // MARK: - Streaming
+
+        @Test func aBodyStreamsInOrderByteExact() async throws {
+            let size = 5_000_000
+            let body = Self.manager().stream(URLRequest(url: testServer.url(.bytes(size))))
+            var received = Data()
+            var chunks = 0
+            for try await chunk in body {
+                #expect(chunk.count <= BodyWriter.bufferSize)
+                received.append(chunk)
+                chunks += 1
+            }
+            #expect(received == TestServer.pattern(count: size))
+            #expect(chunks >= size / BodyWriter.bufferSize)
+            #expect(body.operation.response?.statusCode == 200 && body.operation.responseData == nil)
+        }
+
+        @Test func aSmallBodyArrivesWhole() async throws {
+            var received = Data()
+            for try await chunk in Self.manager().stream(URLRequest(url: testServer.url(.bytes(100)))) { received.append(chunk) }
+            #expect(received == TestServer.pattern(count: 100))
+        }
+
+        @Test func aSlowConsumerHoldsTheTransferBack() async throws {
+            // 16 MB to a loop that takes 20 ms per chunk (13 MB/s, a third of what the test
+            // server sends): without backpressure most of the body would wait in memory.
+            let size = 16_000_000
+            let manager = Self.manager()
+            let operation = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.bytes(size))), success: nil, failure: nil)
+            operation.responseSerializer = HTTPResponseSerializer()
+            let body = ResponseBodyStream(operation)
+            let consumed = Atomic<Int64>(0)
+            let mostAhead = Atomic<Int64>(0)
+            operation.setDownloadProgressBlock { _, total, _ in
+                mostAhead.max(total - consumed.load(ordering: .relaxed), ordering: .relaxed)
+            }
+            manager.enqueue(operation)
+            var count = 0
+            for try await chunk in body {
+                try await Task.sleep(for: .milliseconds(20))
+                consumed.add(Int64(chunk.count), ordering: .relaxed)
+                count += chunk.count
+            }
+            #expect(count == size)
+            // Chunks waiting for the loop, the buffer being filled, and what curl holds
+            // while paused: well under 4 MiB, against 8 MB and more without backpressure.
+            let ahead = mostAhead.load(ordering: .relaxed)
+            #expect(ahead <= Int64(BodyWriter.buffersAhead + 2) * Int64(BodyWriter.bufferSize) + (1 << 20), "\(ahead) bytes ahead")
+        }
+
+        @Test func aRefusedStatusThrowsAtTheEndOfItsBody() async throws {
+            let body = Self.manager().stream(URLRequest(url: testServer.url(.jsonStatus(404))))
+            var received = Data()
+            do {
+                for try await chunk in body { received.append(chunk) }
+                Issue.record("a 404 did not throw")
+            } catch let error as ResponseValidationError {
+                #expect(error.response.statusCode == 404)
+            }
+            // The error body went by first, as any body does.
+            #expect(String(decoding: received, as: UTF8.self).contains("error 404 explained"))
+        }
+
+        @Test func cancellingTheIteratingTaskCancelsTheOperation() async throws {
+            let body = Self.manager().stream(URLRequest(url: testServer.url(.delay(milliseconds: 10_000))))
+            let task = Task {
+                for try await _ in body {}
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            task.cancel()
+            await #expect(throws: (any Error).self) { try await task.value }
+            try await waitUntilFinished(body.operation, timeout: .seconds(5))
+            #expect((body.operation.error as? URLError)?.code == .cancelled)
+        }
+    }
+}
