@@ -9,7 +9,7 @@ import Foundation
 /// }
 /// ```
 ///
-/// Backpressure: at most ``BodyWriter/buffersAhead`` chunks wait for the consumer; beyond
+/// Backpressure: at most 6 chunks (1.5 MiB) wait for the consumer; beyond
 /// that the transfer pauses in libcurl (no thread blocks) and continues once the loop takes
 /// more. Memory stays bounded whatever the size of the body.
 ///

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Everything needed to continue an interrupted download in another operation, or in another
-/// process after a restart: save it, then hand it to ``HTTPRequestOperation/init(resumeData:)``.
+/// process after a restart: save it, then hand it to ``URLConnectionOperation/init(resumeData:)``.
 ///
 /// The offset it records is advisory: when the download goes to a file, the file's size on
 /// disk is what is resumed from, so a crash between a write and the next save loses nothing.

@@ -10,7 +10,7 @@ extension URLConnectionOperation {
     /// left as it was.
     ///
     /// - Parameter resumeData: From ``resumeData``, or read back with
-    ///   ``ResumeData/init(from:)``.
+    ///   `ResumeData(from: data)`.
     public convenience init(resumeData: ResumeData) {
         self.init(request: resumeData.request)
         continueDownload(from: resumeData)

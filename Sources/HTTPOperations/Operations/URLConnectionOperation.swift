@@ -36,7 +36,7 @@ public typealias AuthenticationChallengeBlock = @Sendable (
 ///   finished, so code that depends on this operation sees the result. Call `super`.
 /// - Do not override `start()`, `isExecuting` or `isFinished`: the state machine behind them
 ///   is what `OperationQueue` relies on.
-/// - ``pause()`` takes the transfer off the network: its connection closes, the bytes received
+/// - ``pause(completion:)`` takes the transfer off the network: its connection closes, the bytes received
 ///   are kept, and ``resume()`` (or `start()`, as in AFNetworking 2) asks for the rest with
 ///   `Range`. A paused operation is neither executing nor finished, and its queue still
 ///   counts it.
@@ -232,7 +232,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
 
     /// Continue the bytes already in ``destinationURL`` instead of starting it afresh, with
     /// `Range` only, as `curl -C -` does. With no validator the server cannot tell whether the
-    /// resource changed, so prefer ``HTTPRequestOperation/init(resumeData:)`` when you have it.
+    /// resource changed, so prefer ``URLConnectionOperation/init(resumeData:)`` when you have it.
     public var resumesExistingFile: Bool {
         get { state.withLock { $0.settings.download.continuing } }
         set { state.withLock { $0.settings.download.continuing = newValue } }

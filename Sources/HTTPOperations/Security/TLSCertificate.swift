@@ -51,7 +51,9 @@ public struct TLSCertificate: Sendable, Hashable, CustomStringConvertible {
     /// Every certificate in `data`: one or more PEM blocks (`-----BEGIN CERTIFICATE-----`),
     /// or a single DER certificate.
     ///
-    /// - Parameter source: Names the data in errors (a file name).
+    /// - Parameters:
+    ///   - data: PEM or DER bytes.
+    ///   - source: Names the data in errors (a file name).
     /// - Throws: ``SecurityError`` `.unreadableCertificate` when nothing in `data` parses.
     public static func certificates(in data: Data, source: String = "(data)") throws -> [TLSCertificate] {
         if let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN ") {

@@ -60,7 +60,7 @@ public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerial
 
     /// The value for `response` and `data`, typed.
     ///
-    /// - Throws: As ``responseObject(for:data:)``.
+    /// - Throws: As ``HTTPResponseSerializer/responseObject(for:data:)``.
     public func value(for response: URLResponse?, data: Data?) throws -> T {
         try Self.typed(try responseObject(for: response, data: data), response: response, data: data)
     }

@@ -20,7 +20,7 @@ open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Senda
     /// validating the response.
     ///
     /// - Throws: ``ResponseSerializationError`` with `.invalidXML` for a body that is not valid
-    ///   UTF-8 (see ``XMLEncodingCheck``): the parser would crash on it when driven.
+    ///   UTF-8 (checked before parsing): the parser would crash on it when driven.
     open override func decode(response: URLResponse?, data: Data?) throws -> Any? {
         guard let data, !data.isEmpty else { return nil }
         if let problem = XMLEncodingCheck.problem(in: data) {
