@@ -15,6 +15,10 @@ struct Bench: ParsableCommand {
         case raw
         /// HTTPRequestOperations through an HTTPRequestOperationManager, as a user writes it.
         case operations
+        /// The same with logging at debug, metrics and tracing switched on (see ObservedClient).
+        case observed
+        /// Only one of them switched on, to tell their costs apart.
+        case observedLogging, observedMetrics, observedTracing
         /// URLSession from FoundationNetworking.
         case urlsession
         /// AsyncHTTPClient on SwiftNIO.
@@ -72,6 +76,10 @@ struct Bench: ParsableCommand {
         switch client {
         case .raw: return RawClient.run(workload)
         case .operations: return OperationsClient.run(workload)
+        case .observed: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging, .metrics, .tracing]) }
+        case .observedLogging: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging]) }
+        case .observedMetrics: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.metrics]) }
+        case .observedTracing: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.tracing]) }
         case .urlsession: return URLSessionClient.run(workload)
         case .asynchttpclient: return try AsyncHTTPClientBench.run(workload)
         case .chainThroughManager, .chainOnQueue: return OperationsClient.chain(workload, throughManager: client == .chainThroughManager)

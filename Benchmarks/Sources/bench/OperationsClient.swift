@@ -49,8 +49,9 @@ enum OperationsClient {
         return operation
     }
 
-    static func run(_ workload: Workload) -> Tally {
+    static func run(_ workload: Workload, configure: (HTTPRequestOperationManager) -> Void = { _ in }) -> Tally {
         let manager = manager(workload)
+        configure(manager)
         let counter = Counter(total: workload.count)
         for _ in 0..<workload.count {
             manager.enqueue(operation(manager, workload, counter))
