@@ -36,15 +36,18 @@ enum RequestTracing {
                           requestID: String) -> any Span {
         let method = request.httpMethod?.uppercased() ?? "GET"
         let span = tracer.startSpan(MetricDimensions.method(method) == "OTHER" ? "HTTP" : method, context: context, ofKind: .client)
-        span.attributes[Attribute.method] = method
-        span.attributes[Attribute.url] = RequestLogging.redacted(request.url)
+        // Built here and set once: a span's attributes are behind its own lock.
+        var attributes = SpanAttributes()
+        attributes[Attribute.method] = method
+        attributes[Attribute.url] = RequestLogging.redacted(request.url)
         if let url = request.url {
-            if let host = url.host { span.attributes[Attribute.serverAddress] = host }
+            if let host = url.host { attributes[Attribute.serverAddress] = host }
             if let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil) {
-                span.attributes[Attribute.serverPort] = port
+                attributes[Attribute.serverPort] = port
             }
         }
-        span.attributes[Attribute.requestID] = requestID
+        attributes[Attribute.requestID] = requestID
+        span.attributes = attributes
         tracer.inject(span.context, into: &request, using: HeaderFieldInjector())
         return span
     }
@@ -53,20 +56,22 @@ enum RequestTracing {
     static func end(_ span: any Span, response: URLResponse?, error: (any Error)?, timings: TransferTimings?,
                     retries: Int, resumes: Int) {
         let status = (response as? HTTPURLResponse)?.statusCode
-        if let status { span.attributes[Attribute.statusCode] = status }
-        if let version = timings?.lastTransfer.httpVersion { span.attributes[Attribute.protocolVersion] = version }
-        if retries > 0 { span.attributes[Attribute.resendCount] = retries }
-        if resumes > 0 { span.attributes[Attribute.resumes] = resumes }
+        var attributes = span.attributes
+        if let status { attributes[Attribute.statusCode] = status }
+        if let version = timings?.lastTransfer.httpVersion { attributes[Attribute.protocolVersion] = version }
+        if retries > 0 { attributes[Attribute.resendCount] = retries }
+        if resumes > 0 { attributes[Attribute.resumes] = resumes }
         if let error {
             span.recordError(error)
             // A status of 400 or more is the reason when there is one, as the conventions ask.
-            span.attributes[Attribute.errorType] = status.flatMap { $0 >= 400 ? String($0) : nil } ?? MetricDimensions.errorKind(error)
+            attributes[Attribute.errorType] = status.flatMap { $0 >= 400 ? String($0) : nil } ?? MetricDimensions.errorKind(error)
             span.setStatus(SpanStatus(code: .error, message: "\(error)"))
         } else if let status, status >= 400 {
             // A 4xx or 5xx that a lenient serializer accepted is still a failed request.
-            span.attributes[Attribute.errorType] = String(status)
+            attributes[Attribute.errorType] = String(status)
             span.setStatus(SpanStatus(code: .error))
         }
+        span.attributes = attributes
         span.end()
     }
 }
