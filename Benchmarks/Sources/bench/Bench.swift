@@ -19,6 +19,9 @@ struct Bench: ParsableCommand {
         case observed
         /// Only one of them switched on, to tell their costs apart.
         case observedLogging, observedMetrics, observedTracing
+        /// Logging at debug, metrics and tracing to backends that drop everything: the
+        /// library's own cost.
+        case observedLibraryOnly
         /// URLSession from FoundationNetworking.
         case urlsession
         /// AsyncHTTPClient on SwiftNIO.
@@ -80,6 +83,7 @@ struct Bench: ParsableCommand {
         case .observedLogging: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging]) }
         case .observedMetrics: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.metrics]) }
         case .observedTracing: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.tracing]) }
+        case .observedLibraryOnly: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging, .droppingBackends]) }
         case .urlsession: return URLSessionClient.run(workload)
         case .asynchttpclient: return try AsyncHTTPClientBench.run(workload)
         case .chainThroughManager, .chainOnQueue: return OperationsClient.chain(workload, throughManager: client == .chainThroughManager)

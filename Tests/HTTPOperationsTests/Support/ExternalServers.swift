@@ -109,6 +109,20 @@ struct Nginx: Sendable {
         ((try? String(contentsOfFile: prefix + "/logs/access.log", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
+    /// The lines of the access log that start with `prefix`, once there are at least `count`
+    /// of them or `timeout` has passed. nginx writes a request's line in its log phase, after
+    /// the response has left, so a client that acts on the response can read the log before
+    /// the line is there (seen once in CI under load): the file is read again every 10 ms.
+    func accessLogLines(startingWith prefix: String, atLeast count: Int = 1,
+                        within timeout: Duration = .seconds(5)) async -> [String] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let lines = accessLog.filter { $0.hasPrefix(prefix) }
+            if lines.count >= count || ContinuousClock.now >= deadline { return lines }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// The bytes nginx serves at `/throttled/5m.bin` (and `/5m.bin`).
     var fiveMegabytes: Data {
         (try? Data(contentsOf: URL(fileURLWithPath: prefix + "/www/5m.bin"))) ?? Data()
