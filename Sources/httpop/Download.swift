@@ -116,7 +116,9 @@ final class ShutDownOnSignals {
             source.setEventHandler {
                 guard started.set() else { return }
                 Task {
-                    let report = await manager.shutdown(gracePeriod: .zero, pauseDownloads: true)
+                    // The process exits next: the network thread is stopped too, which closes
+                    // the connections curl keeps.
+                    let report = await manager.shutdown(gracePeriod: .zero, pauseDownloads: true, stoppingNetworkThread: true)
                     display.interrupt()
                     if let saved = report.pausedDownloads.first {
                         say(stderr: "paused at byte \(saved.offset); resume data saved to "
@@ -124,6 +126,7 @@ final class ShutDownOnSignals {
                     } else {
                         say(stderr: "stopped before the download was under way; run the same command to start it")
                     }
+                    if report.networkThreadStopped { say(stderr: "network thread stopped") }
                     Foundation.exit(130)
                 }
             }

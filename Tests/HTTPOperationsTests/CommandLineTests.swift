@@ -82,6 +82,7 @@ extension AllTests {
             let interrupted = try await offPool { first.finish() }
             #expect(interrupted.status == 130, "\(interrupted.stderr)")
             #expect(interrupted.stderr.contains("paused at byte"))
+            #expect(interrupted.stderr.contains("network thread stopped"), "\(interrupted.stderr)")
             let saved = try ResumeData(from: try Data(contentsOf: sidecar))
             #expect(saved.offset > 0 && saved.offset < Int64(size))
 

@@ -41,7 +41,11 @@ extension ErrorCode where Domain == TransferError {
     /// Resuming would send a request whose method is not idempotent (POST, PATCH) a second
     /// time; nothing was sent again.
     public static var requestNotResendable: Self { Self("requestNotResendable") }
-    /// The operation was given to a manager after ``HTTPRequestOperationManager/shutdown(gracePeriod:pauseDownloads:)``
+    /// The operation was given to a manager after ``HTTPRequestOperationManager/shutdown(gracePeriod:pauseDownloads:stoppingNetworkThread:)``
     /// began; nothing was sent.
     public static var managerShutDown: Self { Self("managerShutDown") }
+    /// The process's network thread was stopped by
+    /// ``HTTPRequestOperationManager/shutdown(gracePeriod:pauseDownloads:stoppingNetworkThread:)``;
+    /// nothing was sent, and no operation of the process can run any more.
+    public static var networkThreadStopped: Self { Self("networkThreadStopped") }
 }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What ``HTTPRequestOperationManager/shutdown(gracePeriod:pauseDownloads:)`` did with the
+/// What ``HTTPRequestOperationManager/shutdown(gracePeriod:pauseDownloads:stoppingNetworkThread:)`` did with the
 /// manager's operations.
 public struct ShutdownReport: Sendable, Equatable {
     /// Operations that were running and finished on their own within the grace period.
@@ -12,6 +12,8 @@ public struct ShutdownReport: Sendable, Equatable {
     /// Operations cancelled: those not started yet, and those still running when the grace
     /// period ended.
     public var cancelled = 0
+    /// Whether the process's network thread was stopped (asked with `stoppingNetworkThread`).
+    public var networkThreadStopped = false
 
     /// Creates an empty report.
     public init() {}
@@ -25,19 +27,28 @@ extension HTTPRequestOperationManager {
     /// request gets `gracePeriod` to finish, and is cancelled after it. Returns once every
     /// operation of the manager has finished.
     ///
-    /// The network thread is shared by every manager of the process and keeps running: it
-    /// holds no transfer of this manager afterwards, and costs nothing while idle.
+    /// The network thread is shared by every manager of the process. Unless asked, it keeps
+    /// running: it holds no transfer of this manager afterwards, and costs nothing while idle.
     ///
     /// - Parameters:
     ///   - gracePeriod: How long running requests may take to finish.
     ///   - pauseDownloads: Pause downloads to a ``URLConnectionOperation/destinationURL``
     ///     instead of letting them run, so that they continue later from their resume data.
     ///     When false they are treated as any other request.
+    ///   - stoppingNetworkThread: Then stop the process's network thread: curl closes the
+    ///     connections it keeps and frees its handles, and the thread ends. For a process that
+    ///     is about to exit: from then on every operation of the process fails at start with
+    ///     ``TransferError`` `.networkThreadStopped`. It stops only when no transfer of any
+    ///     manager is under way (see ``ShutdownReport/networkThreadStopped``).
     /// - Returns: What became of the operations; an empty report when the manager was already
-    ///   shut down.
-    public func shutdown(gracePeriod: Duration = .seconds(30), pauseDownloads: Bool = true) async -> ShutdownReport {
+    ///   shut down (the network thread is still stopped when asked).
+    public func shutdown(gracePeriod: Duration = .seconds(30), pauseDownloads: Bool = true,
+                         stoppingNetworkThread: Bool = false) async -> ShutdownReport {
         var report = ShutdownReport()
-        guard beginShutdown() else { return report }
+        guard beginShutdown() else {
+            if stoppingNetworkThread { report.networkThreadStopped = await NetworkThread.shared.stop() }
+            return report
+        }
         var downloads: [URLConnectionOperation] = []
         var running: [Operation] = []
         var cancelledAtOnce: [Operation] = []
@@ -73,6 +84,7 @@ extension HTTPRequestOperationManager {
         report.cancelled += running.count - finishedInTime.count
         // Every operation the manager held is finished, the cancelled ones included.
         await Self.waitUntilFinished(cancelledAtOnce + downloads)
+        if stoppingNetworkThread { report.networkThreadStopped = await NetworkThread.shared.stop() }
         return report
     }
 

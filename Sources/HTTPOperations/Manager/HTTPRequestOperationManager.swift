@@ -274,7 +274,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// not ready each time one finishes (measured: 13 s for a 10,000-long chain), so the
     /// manager keeps waiting operations to itself.
     ///
-    /// Once ``shutdown(gracePeriod:pauseDownloads:)`` has begun, the operation is refused
+    /// Once ``shutdown(gracePeriod:pauseDownloads:stoppingNetworkThread:)`` has begun, the operation is refused
     /// instead: a `URLConnectionOperation` fails with ``TransferError`` `.managerShutDown`,
     /// any other operation is cancelled.
     public func enqueue(_ operation: Operation) {
@@ -295,7 +295,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         }
     }
 
-    /// Whether ``shutdown(gracePeriod:pauseDownloads:)`` has begun.
+    /// Whether ``shutdown(gracePeriod:pauseDownloads:stoppingNetworkThread:)`` has begun.
     public var isShutDown: Bool { settings.withLock { $0.isShutDown } }
 
     /// Marks the manager shut down; returns false when it already was.

@@ -117,6 +117,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             validator: configuration.download.validator, knownLength: configuration.download.knownLength)
         self.firstTransfer = first
         openSink(stream: outputStream)
+        // Counted until reported: the network thread does not stop under a live connection.
+        NetworkThread.shared.connectionStarted()
     }
 
     /// Opens the file or stream the body goes to (or prepares memory).
@@ -554,6 +556,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
                            completion: completionCheck(succeeded: error == nil),
                            handoff: NetworkThread.shared.callbacks)
+        NetworkThread.shared.connectionEnded()
     }
 }
 

@@ -41,12 +41,19 @@ extension URLConnectionOperation {
             return (state.phase == .paused, state.cancelRequested, state.pendingPauseCompletions)
         }
         connection.logger.debug("request started")
-        NetworkThread.shared.perform {
+        let queued = NetworkThread.shared.perform {
             // A pause or cancel that came while the connection was being made is not lost:
             // the network thread runs these in order.
             if paused || !pauseCompletions.isEmpty { connection.pause(whenPaused: pauseCompletions) }
             if cancelled { connection.cancel() }
             connection.begin()
+        }
+        if !queued {
+            // The network thread was stopped (HTTPRequestOperationManager.shutdown): nothing
+            // was sent, and nothing will be.
+            NetworkThread.shared.connectionEnded()
+            conclude(response: nil, data: nil, error: TransferError(.networkThreadStopped, url: request.url,
+                                                                    detail: "The network thread was stopped; nothing was sent"))
         }
     }
 

@@ -92,6 +92,29 @@ final class CurlMulti {
         installSocketSource(on: runLoop)
     }
 
+    /// Whether curl is working on no transfer.
+    var isIdle: Bool { active.isEmpty }
+
+    /// Closes the connections curl keeps, frees the multi handle and every pooled easy handle,
+    /// and takes the timer and sources off the run loop, so that the thread can end. Only when
+    /// ``isIdle``; the multi handle is not used again.
+    func close() {
+        precondition(active.isEmpty && !insideCurl, "the multi handle is closed only when no transfer runs")
+        // curl closes its cached connections here, telling the socket callback to stop
+        // watching each one: the epoll set is still open for that.
+        curl_multi_cleanup(handle)
+        easyHandles.removeAll()
+        if let timer { CFRunLoopTimerInvalidate(timer) }
+        for source in [socketSource, continueSource, dueNowSource].compactMap({ $0 }) {
+            CFRunLoopSourceInvalidate(source)
+        }
+        timer = nil
+        socketSource = nil
+        continueSource = nil
+        dueNowSource = nil
+        Glibc.close(epollFD)
+    }
+
     /// Starts `transfer` on a pooled easy handle. Its delegate hears every event from now
     /// until it completes.
     func add(_ transfer: CurlTransfer) {

@@ -67,6 +67,13 @@ final class EasyHandlePool {
         }
     }
 
+    /// Frees every idle handle (when the network thread stops).
+    func removeAll() {
+        (clean + primed).forEach(curl_easy_cleanup)
+        clean.removeAll()
+        primed.removeAll()
+    }
+
     /// How many idle handles are kept, clean and primed (for tests).
     var idleCounts: (clean: Int, primed: Int) { (clean.count, primed.count) }
 }

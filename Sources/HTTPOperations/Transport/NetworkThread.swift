@@ -15,10 +15,14 @@ import Glibc
 /// Other threads hand work to it with ``perform(_:)``. Jobs are queued in the inbox and run
 /// in order, in batches, on the next turn of the run loop.
 ///
+/// It can be stopped (``stop()``) once nothing is under way; it is not started again, and every
+/// later job is refused.
+///
 /// Thread-safety: the only state touched from other threads is the inbox, which lives behind
-/// its own `Mutex`. `runLoop` and `inboxSource` are written once, before `shared` is
-/// published, and only read afterwards (CFRunLoopSourceSignal and CFRunLoopWakeUp are
-/// documented as safe from any thread). `multi` is confined to the network thread.
+/// its own `Mutex`, and the count of live connections, an atomic. `runLoop` and `inboxSource`
+/// are written once, before `shared` is published, and only read afterwards
+/// (CFRunLoopSourceSignal and CFRunLoopWakeUp are documented as safe from any thread).
+/// `multi` is confined to the network thread.
 final class NetworkThread: @unchecked Sendable {
     /// The process-wide network thread, started on first use.
     static let shared = NetworkThread()
@@ -38,13 +42,20 @@ final class NetworkThread: @unchecked Sendable {
     let callbacks: CallbackHandoff
     /// The thread itself.
     private let thread: pthread_t
+    /// Tells the thread's loop to end, and signals when it has.
+    let loop: RunLoopControl
+    /// Connections made and not yet reported (see ``connectionStarted()``): the thread stops
+    /// only when there are none.
+    private let liveConnections = Atomic<Int>(0)
 
     /// Whether the caller runs on the network thread: exact, unlike a name.
     var isCurrentThread: Bool { pthread_equal(pthread_self(), thread) != 0 }
 
-    private init() {
+    /// Starts a network thread. The process uses ``shared``; tests make their own.
+    init() {
         let inbox = Inbox()
         let started = StartupHandshake()
+        let loop = RunLoopControl()
         let thread = Thread {
             // Named from inside, through /proc (Glibc's pthread_setname_np is not visible to
             // Swift): corelibs does not pass a name set before start() on to the kernel, so
@@ -59,10 +70,11 @@ final class NetworkThread: @unchecked Sendable {
             started.publish(.init(runLoop: runLoop, source: source, multi: multi, callbacks: callbacks,
                                   thread: pthread_self()))
             // A run loop returns when it has no sources left; ours always has the inbox and the
-            // epoll source, so this call never returns while the process lives.
-            while true {
+            // epoll source, so this call returns only when stop() stops it.
+            while !loop.stopped {
                 CFRunLoopRun()
             }
+            loop.ended.signal()
         }
         thread.stackSize = 1 << 20
         thread.start()
@@ -73,6 +85,7 @@ final class NetworkThread: @unchecked Sendable {
         self.callbacks = context.callbacks
         self.thread = context.thread
         self.inbox = inbox
+        self.loop = loop
         if let problem = Libcurl.versionProblem {
             // Said once, where an operator looks; every transfer then fails with it.
             FileHandle.standardError.write(Data("HTTPOperations: \(problem)\n".utf8))
@@ -82,9 +95,62 @@ final class NetworkThread: @unchecked Sendable {
     /// Runs `job` on the network thread, after the jobs queued before it.
     ///
     /// Never blocks: the job is queued and the run loop woken only when the inbox was empty.
-    func perform(_ job: @escaping @Sendable () -> Void) {
+    ///
+    /// - Returns: false when the thread has stopped: the job will never run.
+    @discardableResult
+    func perform(_ job: @escaping @Sendable () -> Void) -> Bool {
         inbox.enqueue(job)
     }
+
+    // MARK: - Stopping
+
+    /// A connection was made: the thread does not stop until it is reported. Call before its
+    /// first ``perform(_:)``.
+    func connectionStarted() {
+        liveConnections.add(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// A connection was reported (or never got to the thread).
+    func connectionEnded() {
+        liveConnections.subtract(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// Whether the thread has stopped.
+    var isStopped: Bool { inbox.isClosed }
+
+    /// Stops the thread if no connection lives and no job waits: the inbox refuses every later
+    /// job (``perform(_:)`` returns false), curl closes its kept connections and frees its
+    /// handles, and the thread ends. Refused while anything is under way, so nothing is cut
+    /// short and no job is lost.
+    ///
+    /// The check and the closing happen under the inbox's lock, and a connection is counted
+    /// before its first job is queued: a connection counted after the check finds the inbox
+    /// closed, and one counted before it stops the stop.
+    ///
+    /// - Returns: Whether the thread is stopped (true when it already was).
+    func stop() async -> Bool {
+        await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
+            let queued = perform { [self] in
+                let idle = multi.isIdle
+                let closed = inbox.closeIfIdle { idle && liveConnections.load(ordering: .sequentiallyConsistent) == 0 }
+                if closed {
+                    multi.close()
+                    loop.stopped = true
+                    CFRunLoopStop(runLoop)
+                }
+                done.resume(returning: closed)
+            }
+            if !queued { done.resume(returning: true) }
+        }
+    }
+}
+
+/// Whether the network thread's loop should end. `stopped` is thread-confined: written by the
+/// stop job and read by the loop, both on the network thread.
+final class RunLoopControl: @unchecked Sendable {
+    var stopped = false
+    /// Signalled once the thread's closure has returned (for tests).
+    let ended = DispatchSemaphore(value: 0)
 }
 
 // MARK: - Inbox
@@ -95,6 +161,8 @@ private final class Inbox: @unchecked Sendable {
     /// are set once by `attach` before any job can be enqueued by another thread.
     private struct State {
         var jobs: [@Sendable () -> Void] = []
+        /// Set once by `closeIfIdle`: no job is taken any more.
+        var closed = false
         /// CFRunLoopSourceSignal and CFRunLoopWakeUp are safe from any thread.
         var target: Handover<(runLoop: CFRunLoop, source: CFRunLoopSource)>?
     }
@@ -121,18 +189,32 @@ private final class Inbox: @unchecked Sendable {
         state.withLock { $0.target = target }
     }
 
-    func enqueue(_ job: @escaping @Sendable () -> Void) {
-        let wake = state.withLock { state -> Handover<(runLoop: CFRunLoop, source: CFRunLoopSource)>? in
+    /// Queues `job`; false when the inbox is closed.
+    func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
+        let (accepted, wake) = state.withLock { state -> (Bool, Handover<(runLoop: CFRunLoop, source: CFRunLoopSource)>?) in
+            guard !state.closed else { return (false, nil) }
             state.jobs.append(job)
             // Only the first job of a batch signals: later ones ride on the same wake-up.
-            guard state.jobs.count == 1 else { return nil }
-            return state.target
+            guard state.jobs.count == 1 else { return (true, nil) }
+            return (true, state.target)
         }
         if let (runLoop, source) = wake?.value {
             CFRunLoopSourceSignal(source)
             CFRunLoopWakeUp(runLoop)
         }
+        return accepted
     }
+
+    /// Closes the inbox if no job waits and `idle()` (asked under the lock) says so.
+    func closeIfIdle(_ idle: () -> Bool) -> Bool {
+        state.withLock { state in
+            guard state.jobs.isEmpty, idle() else { return false }
+            state.closed = true
+            return true
+        }
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
 
     private func drain() {
         var jobs = state.withLock { state -> [@Sendable () -> Void] in
