@@ -90,3 +90,25 @@ extension AllTests {
         }
     }
 }
+
+/// The process's own thread, stopped in a child process (an exit test): what an operation
+/// started afterwards gets.
+extension AllTests.NetworkThreadStopTests {
+    @Test func anOperationStartedAfterTheStopFailsWithATypedError() async {
+        await #expect(processExitsWith: .success) {
+            let manager = HTTPRequestOperationManager()
+            let report = await manager.shutdown(gracePeriod: .zero, stoppingNetworkThread: true)
+            guard report.networkThreadStopped else { exit(2) }
+            let later = HTTPRequestOperationManager()
+            let op = later.httpRequestOperation(with: URLRequest(url: URL(string: "http://127.0.0.1:9/")!), success: nil, failure: nil)
+            do {
+                _ = try await later.run(op)
+                exit(3)
+            } catch let error as TransferError where error.code == .networkThreadStopped {
+                exit(0)
+            } catch {
+                exit(4)
+            }
+        }
+    }
+}
