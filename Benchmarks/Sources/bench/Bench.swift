@@ -22,6 +22,8 @@ struct Bench: ParsableCommand {
         /// Logging at debug, metrics and tracing to backends that drop everything: the
         /// library's own cost.
         case observedLibraryOnly
+        /// Only metrics, or only tracing, to the dropping backends.
+        case droppingMetrics, droppingTracing
         /// URLSession from FoundationNetworking.
         case urlsession
         /// AsyncHTTPClient on SwiftNIO.
@@ -84,6 +86,8 @@ struct Bench: ParsableCommand {
         case .observedMetrics: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.metrics]) }
         case .observedTracing: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.tracing]) }
         case .observedLibraryOnly: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging, .droppingBackends]) }
+        case .droppingMetrics: return OperationsClient.run(workload) { $0.metricsFactory = DroppingBackends.Metrics() }
+        case .droppingTracing: return OperationsClient.run(workload) { $0.tracer = DroppingBackends.Tracer() }
         case .urlsession: return URLSessionClient.run(workload)
         case .asynchttpclient: return try AsyncHTTPClientBench.run(workload)
         case .chainThroughManager, .chainOnQueue: return OperationsClient.chain(workload, throughManager: client == .chainThroughManager)

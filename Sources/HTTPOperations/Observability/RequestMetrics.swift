@@ -30,7 +30,8 @@ final class RequestMetrics: Sendable {
     /// What one operation reports when its outcome is known.
     struct Outcome {
         var method: String?
-        var response: URLResponse?
+        /// The HTTP status, when there was a response.
+        var status: Int?
         var error: (any Error)?
         /// From start to outcome, pauses and retry waits included.
         var duration: Duration
@@ -51,18 +52,17 @@ final class RequestMetrics: Sendable {
     private let transfersOnNewConnections: Counter
     private let transfersOnReusedConnections: Counter
 
-    private struct RequestKey: Hashable {
-        let method: String
-        let statusClass: String
-        let errorKind: String
-    }
-
+    /// Instruments with dimensions, made on first use of each combination, found by the
+    /// dimensions' indices (see ``MetricDimensions``): no string is hashed per request.
     private struct Instruments {
-        var requests: [RequestKey: Counter] = [:]
-        var timers: [String: (duration: CoreMetrics.Timer, timeToFirstByte: CoreMetrics.Timer)] = [:]
+        /// By method, status class and kind of error.
+        var requests = [Counter?](repeating: nil, count: MetricDimensions.methods.count
+            * MetricDimensions.statusClasses.count * MetricDimensions.errorKinds.count)
+        /// By method.
+        var timers = [(duration: CoreMetrics.Timer, timeToFirstByte: CoreMetrics.Timer)?](repeating: nil,
+                                                                                           count: MetricDimensions.methods.count)
     }
 
-    /// Instruments with dimensions, made on first use of each combination.
     private let instruments = Mutex(Instruments())
 
     /// The instruments of `factory`; nil for swift-metrics' no-op factory, so an application
@@ -86,19 +86,23 @@ final class RequestMetrics: Sendable {
 
     /// Records one operation's outcome.
     func record(_ outcome: Outcome) {
-        let method = MetricDimensions.method(outcome.method)
-        let key = RequestKey(method: method, statusClass: MetricDimensions.statusClass(outcome.response),
-                             errorKind: MetricDimensions.errorKind(outcome.error))
+        let method = MetricDimensions.methodIndex(outcome.method)
+        let status = MetricDimensions.statusClassIndex(outcome.status)
+        let error = MetricDimensions.errorKindIndex(outcome.error)
+        let slot = (method * MetricDimensions.statusClasses.count + status) * MetricDimensions.errorKinds.count + error
         let (requests, timers) = instruments.withLock { instruments in
-            let requests = instruments.requests[key] ?? {
-                let counter = Counter(label: Label.requests, dimensions: [("method", key.method), ("status", key.statusClass),
-                                                                          ("error", key.errorKind)], factory: factory)
-                instruments.requests[key] = counter
+            let requests = instruments.requests[slot] ?? {
+                let counter = Counter(label: Label.requests, dimensions: [("method", MetricDimensions.methods[method]),
+                                                                          ("status", MetricDimensions.statusClasses[status]),
+                                                                          ("error", MetricDimensions.errorKinds[error])],
+                                      factory: factory)
+                instruments.requests[slot] = counter
                 return counter
             }()
             let timers = instruments.timers[method] ?? {
-                let timers = (CoreMetrics.Timer(label: Label.duration, dimensions: [("method", method)], factory: factory),
-                              CoreMetrics.Timer(label: Label.timeToFirstByte, dimensions: [("method", method)], factory: factory))
+                let dimensions = [("method", MetricDimensions.methods[method])]
+                let timers = (CoreMetrics.Timer(label: Label.duration, dimensions: dimensions, factory: factory),
+                              CoreMetrics.Timer(label: Label.timeToFirstByte, dimensions: dimensions, factory: factory))
                 instruments.timers[method] = timers
                 return timers
             }()

@@ -37,25 +37,26 @@ enum RequestTracing {
         let method = request.httpMethod?.uppercased() ?? "GET"
         let span = tracer.startSpan(MetricDimensions.method(method) == "OTHER" ? "HTTP" : method, context: context, ofKind: .client)
         // Built here and set once: a span's attributes are behind its own lock.
-        var attributes = SpanAttributes()
-        attributes[Attribute.method] = method
-        attributes[Attribute.url] = RequestLogging.redacted(request.url)
+        var attributes: SpanAttributes = [
+            Attribute.method: .string(method),
+            Attribute.url: .string(RequestLogging.redacted(request.url)),
+            Attribute.requestID: .string(requestID),
+        ]
         if let url = request.url {
             if let host = url.host { attributes[Attribute.serverAddress] = host }
-            if let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil) {
+            let scheme = url.scheme?.lowercased()
+            if let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : nil) {
                 attributes[Attribute.serverPort] = port
             }
         }
-        attributes[Attribute.requestID] = requestID
         span.attributes = attributes
         tracer.inject(span.context, into: &request, using: HeaderFieldInjector())
         return span
     }
 
-    /// Records the outcome on `span` and ends it.
-    static func end(_ span: any Span, response: URLResponse?, error: (any Error)?, timings: TransferTimings?,
+    /// Records the outcome on `span` (`status`: the HTTP status, when there was a response) and ends it.
+    static func end(_ span: any Span, status: Int?, error: (any Error)?, timings: TransferTimings?,
                     retries: Int, resumes: Int) {
-        let status = (response as? HTTPURLResponse)?.statusCode
         var attributes = span.attributes
         if let status { attributes[Attribute.statusCode] = status }
         if let version = timings?.lastTransfer.httpVersion { attributes[Attribute.protocolVersion] = version }

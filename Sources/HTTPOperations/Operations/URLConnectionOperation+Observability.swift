@@ -60,13 +60,17 @@ extension URLConnectionOperation {
     /// Ends the span and records the metrics of the outcome; on the callback queue, once.
     func reportOutcome(_ observation: Observation, timings: TransferTimings?, retries: Int, resumes: Int) {
         guard observation.metrics != nil || observation.span != nil else { return }
-        let (response, error) = (response, self.error)
+        // The status from the head when the response object was not built: building it costs
+        // more than everything else here together (measured: +25 µs per small GET).
+        let (status, error) = state.withLock { state in
+            ((state.response as? HTTPURLResponse)?.statusCode ?? state.responseHead?.head.statusCode, state.error)
+        }
         if let span = observation.span {
-            RequestTracing.end(span, response: response, error: error, timings: timings, retries: retries, resumes: resumes)
+            RequestTracing.end(span, status: status, error: error, timings: timings, retries: retries, resumes: resumes)
         }
         if let metrics = observation.metrics {
             let duration = observation.startedAt.map { ContinuousClock.now - $0 } ?? .zero
-            metrics.record(.init(method: request.httpMethod, response: response, error: error, duration: duration,
+            metrics.record(.init(method: request.httpMethod, status: status, error: error, duration: duration,
                                  timings: timings, retries: retries, resumes: resumes))
         }
     }
