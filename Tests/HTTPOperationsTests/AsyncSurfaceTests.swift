@@ -99,6 +99,21 @@ extension AllTests {
             #expect(body.operation.response?.statusCode == 200 && body.operation.responseData == nil)
         }
 
+        @Test func theStreamTakesThePlaceOfAFileDestination() async throws {
+            let manager = Self.manager()
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            let operation = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.bytes(1_000))), success: nil, failure: nil)
+            operation.responseSerializer = HTTPResponseSerializer()
+            operation.destinationURL = file
+            let body = ResponseBodyStream(operation)
+            manager.enqueue(operation)
+            var received = Data()
+            for try await chunk in body { received.append(chunk) }
+            #expect(received == TestServer.pattern(count: 1_000))
+            #expect(!FileManager.default.fileExists(atPath: file.path))
+        }
+
         @Test func aSmallBodyArrivesWhole() async throws {
             var received = Data()
             for try await chunk in Self.manager().stream(URLRequest(url: testServer.url(.bytes(100)))) { received.append(chunk) }

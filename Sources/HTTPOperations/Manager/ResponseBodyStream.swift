@@ -45,11 +45,16 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
     public var operation: HTTPRequestOperation { lifetime.operation }
 
     /// Streams `operation`'s body, which must not have started: it goes to this stream instead
-    /// of memory, a file or an output stream. Enqueue or start the operation yourself (or use
+    /// of memory, a file or an output stream (a `destinationURL` or `outputStream` set before
+    /// is dropped). Enqueue or start the operation yourself (or use
     /// ``HTTPRequestOperationManager/stream(_:)``).
     public init(_ operation: HTTPRequestOperation) {
         let channel = ResponseBodyChannel()
-        operation.state.withLock { $0.settings.bodyChannel = channel }
+        operation.state.withLock { state in
+            state.settings.bodyChannel = channel
+            state.settings.download.destination = nil
+            state.settings.outputStream = Handover(nil)
+        }
         operation.whenOutcomeKnown { operation in channel.finish(operation.error) }
         lifetime = Lifetime(operation: operation, channel: channel)
     }
