@@ -43,14 +43,6 @@ extension AllTests {
             }
         }
 
-        /// Fires once `operation`'s finish notification is posted: after its outcome is logged.
-        static func finishNotification(of operation: URLConnectionOperation) -> (TestSignal, any NSObjectProtocol) {
-            let signal = TestSignal("the finish notification")
-            let observer = NotificationCenter.default.addObserver(forName: .networkingOperationDidFinish, object: operation,
-                                                                  queue: nil) { _ in signal.fire() }
-            return (signal, observer)
-        }
-
         @Test func aManagersOperationsLogStartAndOutcomeWithRedactedURLsAtDebugOnly() async throws {
             let server = try TestServer.start()
             defer { server.shutdown() }
@@ -63,7 +55,7 @@ extension AllTests {
             components.password = "hunter2"
             components.queryItems = [URLQueryItem(name: "api_key", value: "k-123"), URLQueryItem(name: "page", value: "2")]
             let op = manager.httpRequestOperation(with: URLRequest(url: components.url!), success: nil, failure: nil)
-            let (finishedSignal, observer) = Self.finishNotification(of: op)
+            let (finishedSignal, observer) = notificationSignal(.networkingOperationDidFinish, of: op)
             defer { NotificationCenter.default.removeObserver(observer) }
             #expect(try await run(op).error == nil)
             // The outcome is logged on the callback queue, after the blocks, before the notification.
@@ -93,7 +85,7 @@ extension AllTests {
             var policy = RetryPolicy.transientFailures
             policy.initialDelay = 0.01
             op.retryPolicy = policy
-            let (finishedSignal, observer) = Self.finishNotification(of: op)
+            let (finishedSignal, observer) = notificationSignal(.networkingOperationDidFinish, of: op)
             defer { NotificationCenter.default.removeObserver(observer) }
             #expect(try await run(op).urlErrorCode == .cannotConnectToHost)
             try await finishedSignal.wait()

@@ -22,11 +22,6 @@ extension URLConnectionOperation {
         }
     }
 
-    /// Sets the instruments a manager made once for all its operations.
-    func setMetrics(_ metrics: RequestMetrics?) {
-        state.withLock { $0.settings.metrics = metrics }
-    }
-
     /// The tracer that records the operation's client span and writes its propagation header
     /// fields (W3C `traceparent` with swift-otel) into the request. Default: the tracer of
     /// `InstrumentationSystem` (or bound with `withTracer`) when the operation was made, nil
