@@ -26,6 +26,24 @@ extension AllTests {
             #expect(user == User(id: 1))
         }
 
+        /// curl says "unsupported protocol" and "receive error" for replies that are not HTTP
+        /// (found by the fault matrix); its message tells those from a URL's scheme and a
+        /// failed connection.
+        @Test func curlsCodesForMalformedRepliesAreBadServerResponses() {
+            let cases: [(Int, String, URLError.Code)] = [
+                (1, "Received HTTP/0.9 when not allowed", .badServerResponse),
+                (1, "Unsupported response code in HTTP response", .badServerResponse),
+                (1, "Protocol \"ftp\" not supported or disabled in libcurl", .unsupportedURL),
+                (56, "Illegal or missing hexadecimal sequence in chunked-encoding", .badServerResponse),
+                (56, "Malformed encoding found in chunked-encoding", .badServerResponse),
+                (56, "Too large response headers: 307212 > 307200", .badServerResponse),
+                (56, "Recv failure: Connection reset by peer", .networkConnectionLost),
+            ]
+            for (code, message, expected) in cases {
+                #expect(CurlError(code: code, message: message).urlErrorCode == expected, "\(code): \(message)")
+            }
+        }
+
         @Test func aFileThatCannotBeReadIsNotALengthMismatch() {
             let missing = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-missing-\(UUID())")
             let error = IntegrityCheck(expectedSHA256: String(repeating: "0", count: 64), expectedLength: 10, file: missing)

@@ -57,6 +57,17 @@ extension AllTests {
             #expect(machine.isFinished)
         }
 
+        /// nginx passes an upstream's HTTP/0.9 reply on over HTTP/2 as `:status 009` (found by
+        /// the fault matrix): no status outside 100–599 is a response.
+        @Test(arguments: [0, 9, 99, 600, 999])
+        func aStatusOutsideHTTPsRangeIsRefusedBeforeAByteIsKept(_ status: Int) {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            #expect(machine.headReceived(Self.head(status, ("Content-Length", "5"))) == .abort)
+            #expect(machine.transferCompleted(error: nil) == .report(.failure(.malformedStatus(status))))
+            #expect(machine.held == 0)
+        }
+
         @Test func aWeakEntityTagIsNoValidatorButLastModifiedIs() {
             var machine = Self.machine()
             _ = machine.begin(held: 0)

@@ -506,6 +506,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                  detail: "The response body is larger than maximumBodySize (\(limit) bytes)")
         case .tooManyRedirects(let limit):
             return URLError(.httpTooManyRedirects, url: request.url, description: "More than \(limit) redirects.")
+        case .malformedStatus(let status):
+            return URLError(.badServerResponse, url: request.url,
+                            description: "The response's status code \(status) is not an HTTP status code (100–599).")
         case .serverTrustRefused:
             return SecurityError(.serverTrustRefused(host: request.url?.host ?? ""), url: request.url)
         case .notResendable:

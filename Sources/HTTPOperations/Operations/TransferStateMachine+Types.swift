@@ -103,6 +103,8 @@ extension TransferStateMachine {
         case serverTrustRefused
         /// Writing the body to its file or stream failed.
         case write(URLError)
+        /// A final status code outside 100–599.
+        case malformedStatus(Int)
     }
 
     /// A request to start.

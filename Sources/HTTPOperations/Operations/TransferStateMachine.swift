@@ -235,6 +235,9 @@ struct TransferStateMachine {
     /// for an earlier one (curl's own authentication round) is dropped.
     mutating func headReceived(_ head: ResponseHead) -> HeadAction {
         guard phase == .transferring, attempt.failure == nil else { return .abort }
+        // A status outside 100–599 is no HTTP answer: nginx, for one, passes an upstream's
+        // HTTP/0.9 reply on over HTTP/2 as `:status 009`. Nothing of it is kept.
+        guard (100...599).contains(head.statusCode) else { return abort(.malformedStatus(head.statusCode)) }
         attempt.status = head.statusCode
         attempt.hasLocation = false
         attempt.asideBytes = 0

@@ -28,8 +28,15 @@ public struct CurlError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { "curl error \(code): \(message)" }
 
     /// The `URLError` code users know for this failure.
+    ///
+    /// Two of curl's codes cover more than one failure, and its message tells them apart: a
+    /// reply that is not HTTP at all comes as `CURLE_UNSUPPORTED_PROTOCOL` ("Received HTTP/0.9
+    /// when not allowed", "Unsupported response code in HTTP response"), which otherwise means a URL scheme curl may not use; broken chunked
+    /// framing and oversized response headers come as `CURLE_RECV_ERROR`, which otherwise
+    /// means the connection failed. Those are the server's fault: `.badServerResponse`.
     var urlErrorCode: URLError.Code {
-        switch CURLcode(rawValue: UInt32(code)) {
+        if isMalformedResponse { return .badServerResponse }
+        return switch CURLcode(rawValue: UInt32(code)) {
         case CURLE_UNSUPPORTED_PROTOCOL: .unsupportedURL
         case CURLE_URL_MALFORMAT: .badURL
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: .cannotFindHost
@@ -53,6 +60,15 @@ public struct CurlError: Error, Sendable, Hashable, CustomStringConvertible {
         case CURLE_LOGIN_DENIED, CURLE_AUTH_ERROR: .userAuthenticationRequired
         case CURLE_ABORTED_BY_CALLBACK: .cancelled
         default: .unknown
+        }
+    }
+
+    /// Whether curl refused what the server sent as malformed HTTP (see ``urlErrorCode``).
+    private var isMalformedResponse: Bool {
+        switch CURLcode(rawValue: UInt32(code)) {
+        case CURLE_UNSUPPORTED_PROTOCOL: message.contains("HTTP/0.9") || message.contains("in HTTP response")
+        case CURLE_RECV_ERROR: message.contains("chunked-encoding") || message.contains("header")
+        default: false
         }
     }
 }

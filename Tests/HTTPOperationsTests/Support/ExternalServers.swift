@@ -180,6 +180,8 @@ struct Nginx: Sendable {
                 location = /protocol { return 200 "$server_protocol"; }
                 location = /to-plain-http { return 307 http://127.0.0.1:\(port)/hello.txt; }
                 location /throttled/ { alias \(prefix)/www/; limit_rate 4m; }
+                # HTTP/2 in front of the fault server (FaultMatrixTests): streamed, not buffered.
+                location /fault/ { proxy_pass http://127.0.0.1:\(faultServer.port); proxy_buffering off; proxy_read_timeout 30s; }
             }
             server {
                 listen 127.0.0.1:\(mutualTLSPort) ssl http2;

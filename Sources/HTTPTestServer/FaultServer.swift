@@ -1,0 +1,174 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One thing a ``FaultServer`` does on a connection, in the order its script lists them.
+public enum FaultStep: Sendable {
+    /// Writes these bytes at once.
+    case send([UInt8])
+    /// Writes these bytes one at a time, waiting `interval` before each.
+    case drip([UInt8], interval: Duration)
+    /// Writes `chunk(n)` for n = 0, 1, 2, … every `interval` until the peer goes away: a body
+    /// that never ends.
+    case sendForever(chunk: @Sendable (Int) -> [UInt8], interval: Duration)
+    /// Closes the connection normally (FIN).
+    case closeWithFIN
+    /// Closes the connection with a reset (RST): `SO_LINGER` zero, then close.
+    case closeWithRST
+    /// Says nothing more and keeps the connection open until the peer closes it.
+    case hang
+}
+
+/// A raw TCP server on a loopback port that answers every request with a scripted sequence
+/// of bytes, pauses and closes: the faults no well-behaved HTTP server produces, which a
+/// client must survive (garbage instead of HTTP, broken chunked framing, a reset at the last
+/// byte, headers dripped a byte per second).
+///
+/// It reads the request head (up to the blank line), hands its path to `script`, and plays
+/// the steps. A script that does not close ends with a FIN. Each connection runs on its own
+/// thread with blocking sockets: this is test equipment, where plain code beats efficiency,
+/// and a connection that hangs costs one parked thread until the client gives up.
+public final class FaultServer: Sendable {
+    /// The loopback port the server listens on.
+    public let port: Int
+    private let listener: Int32
+    private let script: @Sendable (String) -> [FaultStep]
+
+    /// Starts a server on 127.0.0.1 and a port the kernel picks. `script` maps a request's
+    /// path (with its query) to what the server does.
+    public static func start(script: @escaping @Sendable (String) -> [FaultStep]) throws -> FaultServer {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw FaultServerError("socket: errno \(errno)") }
+        var reuse: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 512) == 0 else {
+            close(listener)
+            throw FaultServerError("bind/listen: errno \(errno)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        let server = FaultServer(port: Int(UInt16(bigEndian: address.sin_port)), listener: listener, script: script)
+        let thread = Thread { server.acceptForever() }
+        thread.name = "FaultServer accept"
+        thread.start()
+        return server
+    }
+
+    private init(port: Int, listener: Int32, script: @escaping @Sendable (String) -> [FaultStep]) {
+        self.port = port
+        self.listener = listener
+        self.script = script
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    private func acceptForever() {
+        while true {
+            let connection = accept(listener, nil, nil)
+            if connection < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            let thread = Thread { [self] in serve(connection) }
+            thread.name = "FaultServer connection"
+            thread.start()
+        }
+    }
+
+    private func serve(_ connection: Int32) {
+        var open = true
+        defer { if open { close(connection) } }
+        guard let path = readRequestPath(connection) else { return }
+        for step in script(path) {
+            switch step {
+            case .send(let bytes):
+                guard write(bytes, to: connection) else { return }
+            case .drip(let bytes, let interval):
+                for byte in bytes {
+                    Thread.sleep(forTimeInterval: interval.seconds)
+                    guard write([byte], to: connection) else { return }
+                }
+            case .sendForever(let chunk, let interval):
+                var index = 0
+                while write(chunk(index), to: connection) {
+                    index += 1
+                    Thread.sleep(forTimeInterval: interval.seconds)
+                }
+                return
+            case .closeWithFIN:
+                return
+            case .closeWithRST:
+                var noLinger = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(connection, SOL_SOCKET, SO_LINGER, &noLinger, socklen_t(MemoryLayout<linger>.size))
+                close(connection)
+                open = false
+                return
+            case .hang:
+                // Blocks until the peer closes (0) or resets (-1); whatever it sends is dropped.
+                var sink = [UInt8](repeating: 0, count: 4096)
+                while recv(connection, &sink, sink.count, 0) > 0 {}
+                return
+            }
+        }
+    }
+
+    /// The path of the request head read from `connection`, or nil when the peer went first.
+    private func readRequestPath(_ connection: Int32) -> String? {
+        var head = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let blankLine: [UInt8] = [13, 10, 13, 10]
+        while !head.ends(with: blankLine) {
+            // One byte at a time, so that nothing after the head (a body) is taken as head.
+            let count = recv(connection, &buffer, 1, 0)
+            guard count > 0 else { return nil }
+            head.append(buffer[0])
+            if head.count > 64 * 1024 { return nil }
+        }
+        let requestLine = String(decoding: head.prefix { $0 != 13 }, as: UTF8.self)
+        let parts = requestLine.split(separator: " ")
+        return parts.count >= 2 ? String(parts[1]) : nil
+    }
+
+    /// Writes all of `bytes`; false once the peer has gone.
+    private func write(_ bytes: [UInt8], to connection: Int32) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
+}
+
+/// Why a ``FaultServer`` did not start.
+public struct FaultServerError: Error, CustomStringConvertible {
+    /// What failed.
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+private extension Array where Element == UInt8 {
+    func ends(with suffix: [UInt8]) -> Bool {
+        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    }
+}
+
+private extension Duration {
+    var seconds: TimeInterval {
+        let (whole, fraction) = components
+        return TimeInterval(whole) + TimeInterval(fraction) / 1e18
+    }
+}
