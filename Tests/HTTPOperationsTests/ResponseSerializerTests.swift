@@ -116,6 +116,72 @@ extension AllTests {
             #expect(document.rootElement()?.stringValue == "café")
         }
 
+        /// Found by FuzzTests (a mutant of Tests/FuzzCorpus/xml/02.xml): a declaration that is
+        /// not one (`<?xml` then a non-space byte) still named ISO-8859-1, so invalid UTF-8
+        /// passed the check, and `XMLParser` trapped in its processing-instruction callback.
+        /// In a child process, so that a crash fails this test instead of ending the run.
+        @Test func aMalformedDeclarationCannotLetInvalidUTF8Through() async {
+            await #expect(processExitsWith: .success) {
+                final class Driver: NSObject, XMLParserDelegate {}
+                let bodies = [
+                    Data("<?xml".utf8) + Data([0xED]) + Data("version=\"1.0\" encoding=\"ISO-8859-1\"?><a>caf".utf8) + Data([0xE9]) + Data("</a>".utf8),
+                    Data("<?xml version=\";.0\" encoding=\"ISO-8859-1\"?><".utf8) + Data([0xED]) + Data(">".utf8) + Data([0xE9]) + Data("</a>".utf8),
+                ]
+                let response = HTTPURLResponse(url: URL(string: "http://x.test/")!, statusCode: 200, httpVersion: nil,
+                                               headerFields: ["Content-Type": "application/xml"])
+                for data in bodies {
+                    for serializer in [XMLDocumentResponseSerializer(), XMLParserResponseSerializer()] as [HTTPResponseSerializer] {
+                        do {
+                            // A caller drives the parser it gets, with a delegate, as XMLParser is used;
+                            // what it parses is valid UTF-8 (here, refused or transcoded), never a crash.
+                            if let parser = try serializer.responseObject(for: response, data: data) as? XMLParser {
+                                let driver = Driver()
+                                parser.delegate = driver
+                                _ = parser.parse()
+                            }
+                        } catch is ResponseSerializationError {
+                            continue
+                        } catch {
+                            exit(2)
+                        }
+                    }
+                }
+            }
+            #expect(XMLEncodingCheck.declaration(Array("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a/>".utf8))?.encoding == "iso-8859-1")
+            // Found next by FuzzTests: libxml2 ignores a declaration with a malformed version.
+            #expect(XMLEncodingCheck.declaration(Array("<?xml version=\";.0\" encoding=\"ISO-8859-1\"?><a/>".utf8)) == nil)
+        }
+
+        /// Found by FuzzTests (`<?xml?><root …`): libxml2 hands a processing instruction with
+        /// no data to XMLParser as a null pointer, and XMLParser reads it as a C string.
+        @Test func aProcessingInstructionWithoutDataIsRefusedNotACrash() async {
+            await #expect(processExitsWith: .success) {
+                final class Driver: NSObject, XMLParserDelegate {}
+                let response = HTTPURLResponse(url: URL(string: "http://x.test/")!, statusCode: 200, httpVersion: nil,
+                                               headerFields: ["Content-Type": "application/xml"])
+                for body in ["<?xml?><root/>", "<r><?x?></r>", "<r><?x\u{E9}?></r>"] {
+                    for serializer in [XMLDocumentResponseSerializer(), XMLParserResponseSerializer()] as [HTTPResponseSerializer] {
+                        do {
+                            if let parser = try serializer.responseObject(for: response, data: Data(body.utf8)) as? XMLParser {
+                                let driver = Driver()
+                                parser.delegate = driver
+                                _ = parser.parse()
+                            }
+                            exit(3)
+                        } catch is ResponseSerializationError {
+                            continue
+                        } catch {
+                            exit(2)
+                        }
+                    }
+                }
+            }
+            // With data, in a comment or in CDATA it is no problem.
+            for body in ["<r><?x y?></r>", "<r><!-- <?x?> --></r>", "<r><![CDATA[<?x?>]]></r>"] {
+                #expect(XMLEncodingCheck.processingInstructionWithoutData(in: Data(body.utf8)) == nil, "\(body)")
+            }
+        }
+
         @Test(arguments: ["png", "jpeg", "gif", "bmp", "tiff", "ico", "webp", "webpLossy"])
         func imageHeadersGiveFormatAndSize(name: String) throws {
             let encoded = try #require(ImageFixtures.base64[name])

@@ -23,10 +23,13 @@ open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Senda
     ///   UTF-8 (checked before parsing): the parser would crash on it when driven.
     open override func decode(response: URLResponse?, data: Data?) throws -> Any? {
         guard let data, !data.isEmpty else { return nil }
-        if let problem = XMLEncodingCheck.problem(in: data) {
-            throw ResponseSerializationError(.invalidXML(detail: problem), response: response, data: data)
+        let bytes: Data
+        switch XMLEncodingCheck.parseableBytes(data) {
+        case .success(let parseable): bytes = parseable
+        case .failure(let problem):
+            throw ResponseSerializationError(.invalidXML(detail: problem.description), response: response, data: data)
         }
-        let parser = XMLParser(data: data)
+        let parser = XMLParser(data: bytes)
         // Explicitly, whatever the platform's default: a response must not make us read files.
         parser.shouldResolveExternalEntities = false
         return parser
@@ -65,11 +68,17 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
     /// - Throws: ``ResponseSerializationError`` with `.invalidXML`.
     open override func decode(response: URLResponse?, data: Data?) throws -> Any? {
         guard let data, !data.isEmpty else { return nil }
-        if let problem = XMLEncodingCheck.problem(in: data) ?? WellFormedness.problem(in: data) {
+        let bytes: Data
+        switch XMLEncodingCheck.parseableBytes(data) {
+        case .success(let parseable): bytes = parseable
+        case .failure(let problem):
+            throw ResponseSerializationError(.invalidXML(detail: problem.description), response: response, data: data)
+        }
+        if let problem = WellFormedness.problem(in: bytes) {
             throw ResponseSerializationError(.invalidXML(detail: problem), response: response, data: data)
         }
         do {
-            return try XMLDocument(data: data, options: options)
+            return try XMLDocument(data: bytes, options: options)
         } catch {
             throw ResponseSerializationError(.invalidXML(detail: "\(error)"), response: response, data: data)
         }
@@ -108,7 +117,8 @@ final class WellFormedness: NSObject, XMLParserDelegate {
     }
 }
 
-/// Refuses bytes that corelibs' XML parsing cannot take safely.
+/// Refuses bytes that corelibs' XML parsing cannot take safely: invalid UTF-8, and a
+/// processing instruction without data.
 ///
 /// On this platform `XMLParser` traps (crashes the process) inside its start-element callback
 /// when a name holds invalid UTF-8: measured on this toolchain, 80 of 400 randomly mutated
@@ -116,21 +126,142 @@ final class WellFormedness: NSObject, XMLParserDelegate {
 /// must be valid UTF-8, unless its XML declaration names a single-byte encoding in which
 /// every byte is a character.
 enum XMLEncodingCheck {
-    private static let singleByteEncodings: Set<String> = ["iso-8859-1", "latin1", "windows-1252", "us-ascii"]
+    /// The single-byte encodings a body may declare instead of UTF-8: every byte is a character.
+    private static let singleByteEncodings: [String: String.Encoding] = [
+        "iso-8859-1": .isoLatin1, "latin1": .isoLatin1, "windows-1252": .windowsCP1252, "us-ascii": .ascii,
+    ]
 
-    /// A description of the problem, or nil when the bytes are safe to parse.
-    static func problem(in data: Data) -> String? {
-        if String(validating: data, as: UTF8.self) != nil { return nil }
-        if let declared = declaredEncoding(data), singleByteEncodings.contains(declared) { return nil }
-        return "the body is not valid UTF-8 and declares no single-byte encoding"
+    /// Why a body is not handed to the parser.
+    struct Problem: Error, CustomStringConvertible {
+        let description: String
     }
 
-    /// The `encoding` of the XML declaration, lower-cased.
-    private static func declaredEncoding(_ data: Data) -> String? {
-        let head = String(decoding: data.prefix(200), as: Unicode.ASCII.self)
-        guard head.hasPrefix("<?xml"), let close = head.range(of: "?>"),
-              let key = head.range(of: "encoding=", range: head.startIndex..<close.lowerBound) else { return nil }
-        let rest = head[key.upperBound...].dropFirst()
-        return String(rest.prefix { $0 != "\"" && $0 != "'" }).lowercased()
+    /// The bytes to hand corelibs' XML parsing: the body itself when it is valid UTF-8; when
+    /// its XML declaration names a single-byte encoding, the body transcoded to UTF-8 here,
+    /// with the declaration saying UTF-8. The parser never sees anything but valid UTF-8:
+    /// trusting libxml2 to apply the declared encoding was not enough, since it ignores the
+    /// declaration when any part of it is malformed (`version=";.0"`, found by FuzzTests) and
+    /// then hands the raw bytes on.
+    static func parseableBytes(_ data: Data) -> Result<Data, Problem> {
+        if let target = processingInstructionWithoutData(in: data) {
+            return .failure(Problem(description: "a processing instruction without data (<?\(target)?>), which crashes this platform's XMLParser"))
+        }
+        if String(validating: data, as: UTF8.self) != nil { return .success(data) }
+        let bytes = [UInt8](data)
+        guard let declaration = declaration(bytes), let name = declaration.encoding, let range = declaration.encodingValue,
+              let encoding = singleByteEncodings[name] else {
+            return .failure(Problem(description: "the body is not valid UTF-8 and declares no single-byte encoding"))
+        }
+        guard let text = String(data: data, encoding: encoding) else {
+            return .failure(Problem(description: "the body is not valid \(name)"))
+        }
+        // Everything up to the end of the declaration is ASCII: the offsets are the same.
+        var utf8 = Array(text.utf8)
+        utf8.replaceSubrange(range, with: Array("UTF-8".utf8))
+        return .success(Data(utf8))
+    }
+
+    /// An XML declaration, read strictly by XML 1.0's grammar (§2.8), all ASCII.
+    struct Declaration {
+        /// The declared encoding, lower-cased.
+        var encoding: String?
+        /// Where the encoding's name lies in the body.
+        var encodingValue: Range<Int>?
+    }
+
+    /// The body's XML declaration, or nil when it has none or one that breaks the grammar:
+    /// `<?xml` S `version` Eq `"1.`digits`"` (S `encoding` Eq name)? (S `standalone` Eq
+    /// `"yes"|"no"`)? S? `?>`.
+    static func declaration(_ bytes: [UInt8]) -> Declaration? {
+        var index = 0
+        func eat(_ token: String) -> Bool {
+            let token = Array(token.utf8)
+            guard index + token.count <= bytes.count, Array(bytes[index..<(index + token.count)]) == token else { return false }
+            index += token.count
+            return true
+        }
+        func spaces() -> Bool {
+            let start = index
+            while index < bytes.count, [0x20, 0x09, 0x0D, 0x0A].contains(bytes[index]) { index += 1 }
+            return index > start
+        }
+        func equals() -> Bool {
+            _ = spaces()
+            guard eat("=") else { return false }
+            _ = spaces()
+            return true
+        }
+        func quoted(_ allowed: (UInt8) -> Bool) -> Range<Int>? {
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") || bytes[index] == UInt8(ascii: "'") else { return nil }
+            let quote = bytes[index]
+            index += 1
+            let start = index
+            while index < bytes.count, bytes[index] != quote {
+                guard allowed(bytes[index]) else { return nil }
+                index += 1
+            }
+            guard index < bytes.count, index > start else { return nil }
+            defer { index += 1 }
+            return start..<index
+        }
+        func isLetter(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
+        func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
+
+        guard eat("<?xml"), spaces(), eat("version"), equals(),
+              let version = quoted({ isDigit($0) || $0 == UInt8(ascii: ".") }),
+              version.count > 2, bytes[version.lowerBound] == UInt8(ascii: "1"), bytes[version.lowerBound + 1] == UInt8(ascii: "."),
+              !bytes[(version.lowerBound + 2)..<version.upperBound].contains(UInt8(ascii: ".")) else { return nil }
+        var declaration = Declaration()
+        var mark = index
+        if spaces(), eat("encoding") {
+            guard equals(), let value = quoted({ isLetter($0) || isDigit($0) || [0x2E, 0x5F, 0x2D].contains($0) }),
+                  isLetter(bytes[value.lowerBound]) else { return nil }
+            declaration.encodingValue = value
+            declaration.encoding = String(decoding: bytes[value], as: UTF8.self).lowercased()
+        } else {
+            index = mark
+        }
+        mark = index
+        if spaces(), eat("standalone") {
+            guard equals(), let value = quoted(isLetter), ["yes", "no"].contains(String(decoding: bytes[value], as: UTF8.self)) else { return nil }
+        } else {
+            index = mark
+        }
+        _ = spaces()
+        return eat("?>") ? declaration : nil
+    }
+
+    /// The target of the first processing instruction with no data (`<?x?>`) outside
+    /// comments and CDATA sections, or nil. libxml2 hands such an instruction to `XMLParser`
+    /// with a null data pointer, and corelibs' callback reads it as a C string: the process
+    /// dies (found by FuzzTests with `<?xml?>`; `<r><?x?></r>` does the same). Valid XML,
+    /// but rare in responses, and refused rather than crash.
+    static func processingInstructionWithoutData(in data: Data) -> String? {
+        let bytes = [UInt8](data)
+        func starts(_ token: String, at index: Int) -> Bool {
+            let token = Array(token.utf8)
+            return index + token.count <= bytes.count && Array(bytes[index..<(index + token.count)]) == token
+        }
+        func skip(past end: String, from index: Int) -> Int {
+            var index = index
+            while index < bytes.count, !starts(end, at: index) { index += 1 }
+            return index + end.utf8.count
+        }
+        var index = 0
+        while index < bytes.count {
+            if starts("<!--", at: index) {
+                index = skip(past: "-->", from: index + 4)
+            } else if starts("<![CDATA[", at: index) {
+                index = skip(past: "]]>", from: index + 9)
+            } else if starts("<?", at: index) {
+                var end = index + 2
+                while end < bytes.count, ![0x20, 0x09, 0x0D, 0x0A, UInt8(ascii: "?")].contains(bytes[end]) { end += 1 }
+                if starts("?>", at: end) { return String(decoding: bytes[(index + 2)..<end], as: UTF8.self) }
+                index = skip(past: "?>", from: end)
+            } else {
+                index += 1
+            }
+        }
+        return nil
     }
 }
