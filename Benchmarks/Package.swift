@@ -32,6 +32,18 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
+        // Issue 15's scale figures: 10,000 slow transfers on one network thread, 1,000 HTTP/2
+        // streams (run by Benchmarks/scale, see ../Docs/Reliability.md).
+        .executableTarget(
+            name: "scale",
+            dependencies: [.product(name: "HTTPOperations", package: "HTTPOperations")]
+        ),
+        // Issue 15's soak: a million mixed requests through one manager, sampled every 10 s
+        // (run by Benchmarks/soak).
+        .executableTarget(
+            name: "soak",
+            dependencies: [.product(name: "HTTPOperations", package: "HTTPOperations")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

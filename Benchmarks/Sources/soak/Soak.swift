@@ -1,0 +1,208 @@
+import Foundation
+import HTTPOperations
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 15's soak, run by `Benchmarks/soak` (which starts nginx and draws the plot):
+/// `count` mixed requests through one manager, sampling the process every 10 s.
+///
+/// The mix, drawn from a seed: 70% small GETs, 15% POSTs of 4 KiB, 1% 1 MiB downloads to a
+/// file (a third of them paused at their first bytes and resumed), 5% cancelled as soon as
+/// they are enqueued, 5% answered 404, 4% to a closed port. Every outcome is counted once;
+/// the run fails if one is missing, doubled, or not what its kind should give.
+///
+/// Usage: `soak <base URL> <closed-port URL> <count> <samples CSV> [seed]`. Prints a JSON
+/// summary line.
+@main
+struct Soak {
+    /// Counts live operations: users subclass operations, and so does the soak.
+    final class SoakOperation: HTTPRequestOperation, @unchecked Sendable {
+        // @unchecked Sendable: no state beyond the superclass's, which keeps it behind its lock.
+        static let live = Atomic<Int>(0)
+        deinit { Self.live.subtract(1, ordering: .relaxed) }
+    }
+
+    enum Kind: Int, CaseIterable {
+        case get, post, download, cancelled, notFound, refused
+    }
+
+    static func main() throws {
+        let arguments = CommandLine.arguments
+        guard arguments.count >= 5, let base = URL(string: arguments[1]), let refused = URL(string: arguments[2]),
+              let count = Int(arguments[3]) else {
+            FileHandle.standardError.write(Data("usage: soak <base URL> <closed-port URL> <count> <samples CSV> [seed]\n".utf8))
+            exit(2)
+        }
+        let samplesPath = arguments[4]
+        let seed = arguments.count > 5 ? UInt64(arguments[5]) ?? 1 : UInt64.random(in: 1...UInt64.max)
+        FileHandle.standardError.write(Data("soak: \(count) requests, seed \(seed)\n".utf8))
+
+        let manager = HTTPRequestOperationManager()
+        manager.operationQueue.maxConcurrentOperationCount = 64
+        let window = DispatchSemaphore(value: 256)
+        let outcomes = Mutex(Outcomes())
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-soak-\(getpid())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let body = Data(repeating: 0x61, count: 4096)
+
+        let sampler = Sampler(path: samplesPath, manager: manager)
+        sampler.start()
+        let startedAt = ContinuousClock.now
+        var generator = SplitMix64(seed: seed)
+        for index in 0..<count {
+            let roll = Int(generator.next() % 100)
+            let kind: Kind = switch roll {
+            case 0..<70: .get
+            case 70..<85: .post
+            case 85..<86: .download
+            case 86..<91: .cancelled
+            case 91..<96: .notFound
+            default: .refused
+            }
+            var request: URLRequest
+            switch kind {
+            case .get, .cancelled: request = URLRequest(url: base.appendingPathComponent("small.json"))
+            case .post:
+                request = URLRequest(url: base.appendingPathComponent("post"))
+                request.httpMethod = "POST"
+                request.httpBody = body
+            case .download: request = URLRequest(url: base.appendingPathComponent("1m.bin"))
+            case .notFound: request = URLRequest(url: base.appendingPathComponent("missing"))
+            case .refused: request = URLRequest(url: refused)
+            }
+            request.timeoutInterval = 30
+            let operation = SoakOperation(request: request)
+            SoakOperation.live.add(1, ordering: .relaxed)
+            let file = folder.appendingPathComponent("\(index).bin")
+            if kind == .download {
+                operation.destinationURL = file
+                if index % 3 == 0 {
+                    // Paused at its first bytes, resumed from the completion queue: a Range request.
+                    let paused = Atomic<Bool>(false)
+                    operation.setDownloadProgressBlock { [unowned operation] _, _, _ in
+                        if !paused.exchange(true, ordering: .relaxed) {
+                            operation.pause()
+                            DispatchQueue.global().async { operation.resume() }
+                        }
+                    }
+                }
+            }
+            let record: @Sendable (Bool, (any Error)?) -> Void = { succeeded, error in
+                let expected: Bool = switch kind {
+                case .get, .post, .download: succeeded
+                case .cancelled: !succeeded && (error as? URLError)?.code == .cancelled || succeeded
+                case .notFound: (error as? ResponseValidationError)?.statusCode == 404
+                case .refused: (error as? URLError)?.code == .cannotConnectToHost
+                }
+                if kind == .download { try? FileManager.default.removeItem(at: file) }
+                outcomes.withLock { $0.record(index: index, kind: kind, asExpected: expected, error: error) }
+                window.signal()
+            }
+            operation.setCompletionBlockWithSuccess({ _, _ in record(true, nil) }, failure: { _, error in record(false, error) })
+            window.wait()
+            manager.enqueue(operation)
+            if kind == .cancelled { operation.cancel() }
+        }
+        // Every slot back: every operation reported.
+        for _ in 0..<256 { window.wait() }
+        let elapsed = ContinuousClock.now - startedAt
+        sampler.stop()
+        try? FileManager.default.removeItem(at: folder)
+
+        let result = outcomes.withLock { $0 }
+        var summary: [String: Any] = [
+            "count": count, "seed": seed,
+            "seconds": Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            "reported": result.reported, "duplicates": result.duplicates, "unexpected": result.unexpected,
+            "byKind": Dictionary(uniqueKeysWithValues: result.byKind.map { ("\(Kind(rawValue: $0.key)!)", $0.value) }),
+            "liveOperationsAtEnd": SoakOperation.live.load(ordering: .relaxed),
+        ]
+        summary["firstUnexpected"] = result.firstUnexpected
+        let json = try JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])
+        print(String(decoding: json, as: UTF8.self))
+        if result.reported != count || result.duplicates > 0 || result.unexpected > 0 { exit(1) }
+    }
+
+    struct Outcomes {
+        var seen = Set<Int>()
+        var reported = 0
+        var duplicates = 0
+        var unexpected = 0
+        var firstUnexpected: String?
+        var byKind: [Int: Int] = [:]
+
+        mutating func record(index: Int, kind: Kind, asExpected: Bool, error: (any Error)?) {
+            if seen.insert(index).inserted { reported += 1 } else { duplicates += 1 }
+            byKind[kind.rawValue, default: 0] += 1
+            if !asExpected {
+                unexpected += 1
+                if firstUnexpected == nil { firstUnexpected = "\(kind): \(error.map { "\($0)" } ?? "success")" }
+            }
+        }
+    }
+}
+
+/// Writes `seconds,rssBytes,openFiles,threads,liveOperations,queued` every 10 s, read from
+/// /proc; a value that cannot be read ends the run rather than being written as 0.
+final class Sampler {
+    private let timer: any DispatchSourceTimer
+    private let handle: FileHandle
+
+    init(path: String, manager: HTTPRequestOperationManager) {
+        FileManager.default.createFile(atPath: path, contents: Data("seconds,rssBytes,openFiles,threads,liveOperations,queued\n".utf8))
+        handle = FileHandle(forWritingAtPath: path)!
+        handle.seekToEndOfFile()
+        let start = ContinuousClock.now
+        let handle = handle
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "soak sampler"))
+        timer.schedule(deadline: .now(), repeating: 10)
+        timer.setEventHandler {
+            let elapsed = ContinuousClock.now - start
+            let line = [Double(elapsed.components.seconds).rounded(), Double(Sampler.resident()), Double(Sampler.entries("/proc/self/fd")),
+                        Double(Sampler.entries("/proc/self/task")), Double(Soak.SoakOperation.live.load(ordering: .relaxed)),
+                        Double(manager.operationQueue.operationCount)]
+                .map { String(Int($0)) }.joined(separator: ",")
+            handle.write(Data((line + "\n").utf8))
+        }
+    }
+
+    func start() { timer.resume() }
+
+    func stop() {
+        timer.cancel()
+        try? handle.close()
+    }
+
+    static func resident() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+              let pages = text.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else {
+            FileHandle.standardError.write(Data("soak: cannot read /proc/self/statm\n".utf8))
+            exit(1)
+        }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    static func entries(_ folder: String) -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else {
+            FileHandle.standardError.write(Data("soak: cannot read \(folder)\n".utf8))
+            exit(1)
+        }
+        return names.count
+    }
+}
+
+/// SplitMix64: the mix replays from its seed.
+struct SplitMix64 {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
