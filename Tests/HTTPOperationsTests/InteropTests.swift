@@ -28,6 +28,33 @@ extension AllTests {
             #expect(op.timings?.lastTransfer.httpVersion == "2")
         }
 
+        /// Found by the scale measurement (Benchmarks/scale): 1,000 requests started together
+        /// to one HTTP/2 origin opened 1,000 TLS connections, because curl starts a new one
+        /// for each transfer while the first is still negotiating ALPN. With `CURLOPT_PIPEWAIT`
+        /// they wait for it and become streams on it. The origin (127.0.0.1 by address) is
+        /// used by no other test, so no warm connection hides the difference.
+        @Test func requestsStartedTogetherShareOneHTTP2Connection() async throws {
+            let nginx = ExternalServers.nginx
+            let policy = try SecurityPolicy(
+                trustedCertificateAuthorities: TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile)))
+            let operations = (0..<32).map { _ in
+                let op = HTTPRequestOperation(request: URLRequest(url: URL(string: "https://127.0.0.1:\(nginx.tlsPort)/hello.txt")!))
+                op.securityPolicy = policy
+                return op
+            }
+            let recorder = OutcomeRecorder()
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 32
+            for op in operations {
+                recorder.watch(op)
+                queue.addOperation(op)
+            }
+            try await recorder.settle(operations)
+            #expect(operations.allSatisfy { $0.error == nil && $0.timings?.lastTransfer.httpVersion == "2" })
+            let opened = operations.filter { $0.timings.map { !$0.lastTransfer.reusedConnection } ?? true }.count
+            #expect(opened <= 2, "\(opened) connections opened for 32 requests started together")
+        }
+
         @Test func invalidCertificatesCanBeAllowedForDevelopment() async throws {
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: ExternalServers.nginx.tlsBaseURL + "/protocol")!))
             op.securityPolicy = try SecurityPolicy(allowInvalidCertificates: true, validatesDomainName: false)

@@ -87,6 +87,7 @@ struct Scale {
         let finished = Atomic<Int>(0), failed = Atomic<Int>(0)
         let streamOperations = (0..<streams).map { _ in
             let operation = secure.httpRequestOperation(with: URLRequest(url: fast), success: nil, failure: nil)
+            operation.responseSerializer = HTTPResponseSerializer()
             operation.setCompletionBlockWithSuccess({ _, _ in
                 if finished.add(1, ordering: .relaxed).newValue == streams { done.signal() }
             }, failure: { _, _ in
