@@ -31,11 +31,13 @@ struct Scale {
         let manager = HTTPRequestOperationManager()
         manager.operationQueue.maxConcurrentOperationCount = count
         let started = Atomic<Int>(0), ended = Atomic<Int>(0)
+        let cancelling = Atomic<Bool>(false)
+        let earlyFailures = Mutex<[String]>([])
         let allStarted = DispatchSemaphore(value: 0), allEnded = DispatchSemaphore(value: 0)
         let residentBefore = residentBytes()
         var operations: [HTTPRequestOperation] = []
         for _ in 0..<count {
-            // Idle timeout of 120 s: the server sends 4 bytes a second, above curl's 1 B/s floor.
+            // Idle timeout of 120 s: the server sends 64 bytes a second, above curl's 1 B/s floor.
             let operation = HTTPRequestOperation(request: URLRequest(url: slow, timeoutInterval: 120))
             let counted = Atomic<Bool>(false)
             operation.setDownloadProgressBlock { _, _, _ in
@@ -45,7 +47,10 @@ struct Scale {
             }
             operation.setCompletionBlockWithSuccess({ _, _ in
                 if ended.add(1, ordering: .relaxed).newValue == count { allEnded.signal() }
-            }, failure: { _, _ in
+            }, failure: { _, error in
+                if !cancelling.load(ordering: .relaxed) {
+                    earlyFailures.withLock { $0.append("\(error)") }
+                }
                 if ended.add(1, ordering: .relaxed).newValue == count { allEnded.signal() }
             })
             operations.append(operation)
@@ -70,6 +75,10 @@ struct Scale {
         report["cpuPercentWhileWaiting"] = cpu / window * 100
         report["stillInFlightAfterWindow"] = count - ended.load(ordering: .relaxed)
 
+        let failures = earlyFailures.withLock { $0 }
+        report["failedBeforeCancel"] = failures.count
+        report["firstFailureBeforeCancel"] = failures.first
+        cancelling.store(true, ordering: .relaxed)
         let cancelAt = ContinuousClock.now
         operations.forEach { $0.cancel() }
         guard allEnded.wait(timeout: .now() + 120) == .success else {
@@ -101,6 +110,7 @@ struct Scale {
         guard done.wait(timeout: .now() + 120) == .success else { fail("HTTP/2 requests did not finish within 120 s") }
         report["http2Seconds"] = seconds(ContinuousClock.now - streamsAt)
         report["http2Failed"] = failed.load(ordering: .relaxed)
+        report["http2FirstError"] = streamOperations.lazy.compactMap { $0.error.map { "\($0)" } }.first
         report["http2Versions"] = Set(streamOperations.compactMap { $0.timings?.lastTransfer.httpVersion }).sorted()
         // A transfer that did not reuse a connection opened one.
         report["http2ConnectionsOpened"] = streamOperations.filter { $0.timings.map { !$0.lastTransfer.reusedConnection } ?? false }.count
