@@ -237,31 +237,40 @@ enum XMLEncodingCheck {
     /// dies (found by FuzzTests with `<?xml?>`; `<r><?x?></r>` does the same). Valid XML,
     /// but rare in responses, and refused rather than crash.
     static func processingInstructionWithoutData(in data: Data) -> String? {
-        let bytes = [UInt8](data)
-        func starts(_ token: String, at index: Int) -> Bool {
-            let token = Array(token.utf8)
-            return index + token.count <= bytes.count && Array(bytes[index..<(index + token.count)]) == token
-        }
-        func skip(past end: String, from index: Int) -> Int {
-            var index = index
-            while index < bytes.count, !starts(end, at: index) { index += 1 }
-            return index + end.utf8.count
-        }
-        var index = 0
-        while index < bytes.count {
-            if starts("<!--", at: index) {
-                index = skip(past: "-->", from: index + 4)
-            } else if starts("<![CDATA[", at: index) {
-                index = skip(past: "]]>", from: index + 9)
-            } else if starts("<?", at: index) {
-                var end = index + 2
-                while end < bytes.count, ![0x20, 0x09, 0x0D, 0x0A, UInt8(ascii: "?")].contains(bytes[end]) { end += 1 }
-                if starts("?>", at: end) { return String(decoding: bytes[(index + 2)..<end], as: UTF8.self) }
-                index = skip(past: "?>", from: end)
-            } else {
-                index += 1
+        // One pass, looking only at what follows a `<`, comparing in place: bodies can be large.
+        data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> String? in
+            func starts(_ token: [UInt8], at index: Int) -> Bool {
+                index + token.count <= bytes.count && bytes[index..<(index + token.count)].elementsEqual(token)
             }
+            func skip(past end: [UInt8], from index: Int) -> Int {
+                var index = index
+                while index < bytes.count, !(bytes[index] == end[0] && starts(end, at: index)) { index += 1 }
+                return index + end.count
+            }
+            var index = 0
+            while index < bytes.count {
+                guard bytes[index] == UInt8(ascii: "<") else {
+                    index += 1
+                    continue
+                }
+                if starts(Self.commentStart, at: index) {
+                    index = skip(past: Self.commentEnd, from: index + Self.commentStart.count)
+                } else if starts(Self.cdataStart, at: index) {
+                    index = skip(past: Self.cdataEnd, from: index + Self.cdataStart.count)
+                } else if starts(Self.instructionStart, at: index) {
+                    var end = index + 2
+                    while end < bytes.count, ![0x20, 0x09, 0x0D, 0x0A, UInt8(ascii: "?")].contains(bytes[end]) { end += 1 }
+                    if starts(Self.instructionEnd, at: end) { return String(decoding: bytes[(index + 2)..<end], as: UTF8.self) }
+                    index = skip(past: Self.instructionEnd, from: end)
+                } else {
+                    index += 1
+                }
+            }
+            return nil
         }
-        return nil
     }
+
+    private static let commentStart = Array("<!--".utf8), commentEnd = Array("-->".utf8)
+    private static let cdataStart = Array("<![CDATA[".utf8), cdataEnd = Array("]]>".utf8)
+    private static let instructionStart = Array("<?".utf8), instructionEnd = Array("?>".utf8)
 }
