@@ -78,11 +78,18 @@ enum Fault: String, CaseIterable, Sendable, CustomTestStringConvertible {
             return [.send(Self.head(length: large.count) + large), .closeWithFIN]
         case .contentLengthShorterThanBody: return [.send(Self.head(length: Self.shortContentLength) + body), .closeWithFIN]
         case .contentLengthLongerThanBody: return [.send(Self.head(length: body.count * 2) + body), .hang]
-        case .informationalStorm:
-            let early = Array("HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n".utf8)
-            return [.send(Array((0..<1000).map { _ in early }.joined()) + Self.head(length: body.count) + body), .closeWithFIN]
+        case .informationalStorm: return [.send(Self.thousandEarlyHints + Self.head(length: body.count) + body), .closeWithFIN]
         }
     }
+
+    /// 1,000 interim `103 Early Hints` heads, built once with bulk copies. They used to be
+    /// joined per request from 1,000 arrays, 61,000 generic element steps: under
+    /// ThreadSanitizer that took 0.06–0.4 s per build in the test process, and a packet
+    /// capture of CI's failing informationalStorm cells showed the server answering 1.5 s to
+    /// over 4 s after the request, past the client's idle timeout. Built once: every storm cell
+    /// passes under TSan, in 0.17–0.79 s.
+    private static let thousandEarlyHints =
+        Array(String(repeating: "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n", count: 1000).utf8)
 
     private static func head(length: Int, extra: String = "") -> [UInt8] {
         Array("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: \(length)\r\n\(extra)\r\n".utf8)

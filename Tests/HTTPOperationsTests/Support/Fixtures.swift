@@ -113,14 +113,22 @@ func echoed(_ outcome: Outcome) throws -> [String: Any] {
 struct EchoError: Error { let outcome: String }
 
 /// Waits until `operation` is finished: after its callbacks, as Foundation sees it.
+///
+/// A watcher that depends on `operation` fires the signal, so no thread is held while
+/// waiting. This used to park a dispatch worker in `Operation.waitUntilFinished()` per
+/// operation: a probe that waited on the fault matrix's 100 cells at once used up
+/// libdispatch's pool, and the queues that start operations then got a new worker about once
+/// a second (cells started up to 17 s late under ThreadSanitizer).
 func waitUntilFinished(_ operation: Operation, timeout: Duration = .seconds(20)) async throws {
     let finished = TestSignal("\(operation) to finish")
-    DispatchQueue.global().async {
-        operation.waitUntilFinished()
-        finished.fire()
-    }
+    let watcher = BlockOperation { finished.fire() }
+    watcher.addDependency(operation)
+    finishWatchers.addOperation(watcher)
     try await finished.wait(timeout: timeout)
 }
+
+/// Runs the watchers of ``waitUntilFinished(_:timeout:)``; each only fires a signal.
+private let finishWatchers = OperationQueue()
 
 /// A path in the temporary directory for a download; nothing is created.
 func temporaryFile() -> URL {
