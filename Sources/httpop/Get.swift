@@ -53,6 +53,8 @@ struct RequestOptions: ParsableArguments {
 
     @OptionGroup var tls: TLSOptions
 
+    @OptionGroup var route: RouteOptions
+
     /// An operation for `url` with these options: headers, timeout, TLS policy; a file: URL
     /// given on the command line is allowed (nothing else reaches files).
     ///
@@ -63,9 +65,11 @@ struct RequestOptions: ParsableArguments {
         return operation
     }
 
-    /// Gives `operation` the TLS policy and allows `file:` when that is what was asked for.
+    /// Gives `operation` the TLS policy and the route, and allows `file:` when that is what
+    /// was asked for.
     func configure(_ operation: HTTPRequestOperation) throws {
         operation.securityPolicy = try tls.securityPolicy()
+        operation.route = try route.route()
         if operation.request.url?.isFileURL == true {
             operation.allowedSchemes.insert("file")
         }

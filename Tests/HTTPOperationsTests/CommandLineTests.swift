@@ -140,6 +140,37 @@ extension AllTests {
             #expect(server.http.receivedRequests.count == 4)
         }
 
+        /// `--unix-socket`, `--resolve`, `--proxy` and `--proxy-user`: each request below can
+        /// only succeed by the route its options give (no TCP server has the name, or the
+        /// proxy refuses requests without its credential).
+        @Test(.enabled(if: (ExternalServers.nginxPath != nil && ProxyServers.tinyproxyInstalled) || ExternalServers.required,
+                       "nginx or tinyproxy is not installed"))
+        func routesFromTheCommandLine() async throws {
+            func httpop(_ arguments: [String]) async throws -> (status: Int32, stderr: String) {
+                let run = try Run(arguments)
+                return try await offPool { run.finish() }
+            }
+            let socket = try await httpop(["get", "--unix-socket", ExternalServers.nginx.unixSocketPath, "http://daemon.invalid:1/hello.txt"])
+            #expect(socket.status == 0, "\(socket.stderr)")
+
+            let named = testServer.url(.bytes(10), host: "service.invalid").absoluteString
+            #expect(try await httpop(["get", named]).status == 1)
+            let resolved = try await httpop(["get", "--resolve", "service.invalid:\(testServer.port):127.0.0.1", named])
+            #expect(resolved.status == 0, "\(resolved.stderr)")
+            let malformed = try await httpop(["get", "--resolve", "service.invalid:127.0.0.1", named])
+            #expect(malformed.status != 0 && malformed.stderr.contains("HOST:PORT:ADDRESS"), "\(malformed.stderr)")
+
+            let proxy = ProxyServers.authenticatingHTTP.url.absoluteString
+            let url = testServer.url(.bytes(10)).absoluteString
+            let refused = try await httpop(["get", "--proxy", proxy, url])
+            #expect(refused.status == 1 && refused.stderr.contains("407"), "\(refused.stderr)")
+            let proxied = try await httpop(["get", "--proxy", proxy, "--proxy-user", "\(ProxyServers.user):\(ProxyServers.password)", url])
+            #expect(proxied.status == 0, "\(proxied.stderr)")
+            #expect(try await httpop(["get", "--proxy", "", url]).status == 0)
+            let badProxy = try await httpop(["get", "--proxy", "ftp://127.0.0.1:21", url])
+            #expect(badProxy.status != 0 && badProxy.stderr.contains("proxy"), "\(badProxy.stderr)")
+        }
+
         @Test func aClientCertificateFromTheCommandLine() async throws {
             let server = try TLSTestServer.start(.requiresClientCertificate)
             defer { server.shutdown() }

@@ -44,6 +44,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var responseSerializer: any URLResponseSerialization = JSONResponseSerializer()
         var securityPolicies = HostSecurityPolicies()
         var allowedSchemes: Set<String>?
+        var route = NetworkRoute.default
         var serverTrustEvaluation: ServerTrustEvaluation?
         var totalTimeout: Duration?
         var logger = URLConnectionOperation.silentLogger
@@ -154,6 +155,13 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         }
     }
 
+    /// How the manager's operations reach servers: proxy, Unix domain socket, host overrides
+    /// (see ``NetworkRoute``). Given to each operation the manager makes.
+    public var route: NetworkRoute {
+        get { settings.withLock { $0.route } }
+        set { settings.withLock { $0.route = newValue } }
+    }
+
     /// The queue callbacks run on; nil means a global concurrent queue.
     public var completionQueue: DispatchQueue? {
         get { settings.withLock { $0.completionQueue } }
@@ -250,6 +258,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         operation.state.withLock { state in
             state.settings.securityPolicies = settings.securityPolicies
             state.settings.allowedSchemes = settings.allowedSchemes
+            state.settings.route = settings.route
             state.settings.serverTrustEvaluation = settings.serverTrustEvaluation
             state.settings.totalTimeout = settings.totalTimeout
             state.settings.logger = settings.logger

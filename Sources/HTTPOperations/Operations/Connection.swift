@@ -29,6 +29,11 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     let downloadProgress: ProgressReporter?
     private let securityPolicies: HostSecurityPolicies
     private let allowedSchemes: Set<String>?
+    /// Proxy, Unix socket and host overrides, for every transfer.
+    private let route: NetworkRoute
+    /// The answer to a proxy's 407: sent to the proxy only (`CURLOPT_PROXYUSERNAME`), for
+    /// every later transfer of the operation, never to an origin.
+    private var proxyCredential: URLCredential?
     /// Header fields dropped, besides the credential ones, when a redirect leaves the origin.
     let sensitiveHeaderFields: Set<String>
     let download: DownloadConfiguration
@@ -85,6 +90,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.credentialOrigin = credentialOrigin
         self.securityPolicies = configuration.securityPolicies
         self.allowedSchemes = configuration.allowedSchemes
+        self.route = configuration.route
         self.sensitiveHeaderFields = configuration.sensitiveHeaderFields
         self.download = configuration.download
         self.request = request
@@ -102,7 +108,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                      credentialOrigin: credentialOrigin,
                                      securityPolicies: configuration.securityPolicies,
                                      allowedSchemes: configuration.allowedSchemes,
-                                     serverTrustEvaluation: configuration.serverTrustEvaluation)
+                                     serverTrustEvaluation: configuration.serverTrustEvaluation,
+                                     route: configuration.route, proxyCredential: nil)
         }
         // The first transfer holds the method upper-cased already.
         let method = (try? first.get())?.method ?? (request.httpMethod ?? "GET").uppercased()
@@ -222,7 +229,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                 transferRequest.rewindsBody = rewindsBody
             }
             addRangeHeaders(for: send, to: &transferRequest)
-            machine.credentialSent(transferRequest.credential != nil)
+            machine.credentialSent(transferRequest.credential != nil || transferRequest.proxyCredential != nil)
             let transfer = CurlTransfer(request: transferRequest, delegate: self)
             self.transfer = transfer
             NetworkThread.shared.multi.add(transfer)
@@ -235,7 +242,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     private func transferRequest(for request: URLRequest) throws -> TransferRequest {
         try Self.transferRequest(for: request, credential: credential, credentialOrigin: credentialOrigin,
                                  securityPolicies: securityPolicies, allowedSchemes: allowedSchemes,
-                                 serverTrustEvaluation: serverTrustEvaluation)
+                                 serverTrustEvaluation: serverTrustEvaluation,
+                                 route: route, proxyCredential: proxyCredential)
     }
 
     /// What curl needs to send `request`, with `credential` only where it belongs and the
@@ -243,7 +251,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     private static func transferRequest(for request: URLRequest, credential: URLCredential?, credentialOrigin: URL?,
                                         securityPolicies: HostSecurityPolicies,
                                         allowedSchemes: Set<String>?,
-                                        serverTrustEvaluation: ServerTrustEvaluation?) throws -> TransferRequest {
+                                        serverTrustEvaluation: ServerTrustEvaluation?,
+                                        route: NetworkRoute, proxyCredential: URLCredential?) throws -> TransferRequest {
         // The credential belongs to the origin it was given for, not to wherever a redirect
         // leads. (Foundation's URL parses its host on each call: asked only when there is a
         // credential to give.)
@@ -253,6 +262,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                                   allowedSchemes: allowedSchemes)
         transferRequest.securityPolicy = securityPolicies.policy(forHostOf: transferRequest.url)
         transferRequest.serverTrustEvaluation = serverTrustEvaluation
+        transferRequest.route = route
+        if let proxyCredential, let user = proxyCredential.user {
+            transferRequest.proxyCredential = (user, proxyCredential.password ?? "")
+        }
         return transferRequest
     }
 
@@ -407,7 +420,11 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             let answer = block(operation, challenge)
             NetworkThread.shared.perform {
                 guard !self.machine.isFinished else { return }
-                if let answer {
+                if let answer, challenge.isProxyChallenge {
+                    // A 407 came from the proxy: its answer goes to the proxy, never to the
+                    // origin (it used to be sent as the origin's credential).
+                    self.proxyCredential = answer
+                } else if let answer {
                     // The answer is for the origin that asked.
                     self.credential = answer
                     self.credentialOrigin = self.request.url

@@ -71,6 +71,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// nil: http and https (see ``TransferRequest/allowedSchemes``).
         var allowedSchemes: Set<String>?
         var sensitiveHeaderFields: Set<String> = []
+        /// Proxy, Unix socket and host overrides.
+        var route = NetworkRoute.default
         /// Downloads: where the body goes, how it continues, and what it must add up to.
         var download = DownloadConfiguration()
         var logger = URLConnectionOperation.silentLogger
@@ -360,6 +362,14 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
             let schemes = TransferRequest.normalized(newValue)
             state.withLock { $0.settings.allowedSchemes = schemes }
         }
+    }
+
+    /// How the operation's connections reach the server: proxy, Unix domain socket, host
+    /// overrides (see ``NetworkRoute``). A manager gives the operations it makes its own
+    /// ``HTTPRequestOperationManager/route``. Default ``NetworkRoute/default``.
+    public var route: NetworkRoute {
+        get { state.withLock { $0.settings.route } }
+        set { state.withLock { $0.settings.route = newValue } }
     }
 
     /// Where the operation logs: silent by default; a manager gives the operations it makes its

@@ -34,7 +34,14 @@ public struct CurlError: Error, Sendable, Hashable, CustomStringConvertible {
     /// when not allowed", "Unsupported response code in HTTP response"), which otherwise means a URL scheme curl may not use; broken chunked
     /// framing and oversized response headers come as `CURLE_RECV_ERROR`, which otherwise
     /// means the connection failed. Those are the server's fault: `.badServerResponse`.
+    ///
+    /// A proxy that refuses to open a `CONNECT` tunnel also comes as `CURLE_RECV_ERROR`
+    /// ("CONNECT tunnel failed, response 407"): `.userAuthenticationRequired` when it asked for
+    /// credentials, `.cannotConnectToHost` otherwise.
     var urlErrorCode: URLError.Code {
+        if message.hasPrefix("CONNECT tunnel failed") {
+            return message.hasSuffix("response 407") ? .userAuthenticationRequired : .cannotConnectToHost
+        }
         if isMalformedResponse { return .badServerResponse }
         return switch CURLcode(rawValue: UInt32(code)) {
         case CURLE_UNSUPPORTED_PROTOCOL: .unsupportedURL

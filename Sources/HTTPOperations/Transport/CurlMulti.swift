@@ -54,8 +54,13 @@ final class CurlMulti {
     /// Sockets curl stopped watching that stay in our epoll set with their last events (see
     /// ``watch(socket:what:registered:)``).
     private var dormant = Set<curl_socket_t>()
-    /// The connection cache size we gave curl: it only grows (see ``keepConnectionsFor(_:)``).
+    /// The connection cache size we gave curl: it only grows (see ``keepConnectionsFor(_:)``),
+    /// up to ``limits``' total when there is one.
     private var connectionCacheSize = 0
+    /// The caps in force (see ``ConnectionLimits``).
+    private var limits = ConnectionLimits.unlimited
+    /// The most transfers seen at once, which sized the connection cache.
+    private var mostTransfers = 0
     /// True while we are inside a curl_multi call; curl forbids adding or removing handles then.
     private var insideCurl = false
 
@@ -87,9 +92,18 @@ final class CurlMulti {
         ccurl_multi_setopt_pointer(handle, CURLMOPT_TIMERDATA, me)
         // Multiplex HTTP/2 streams over one connection when the server offers it.
         ccurl_multi_setopt_long(handle, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        apply(ConnectionLimits.current)
 
         installTimer(on: runLoop)
         installSocketSource(on: runLoop)
+    }
+
+    /// Sets curl's caps on open connections (see ``ConnectionLimits``).
+    func apply(_ limits: ConnectionLimits) {
+        self.limits = limits
+        ccurl_multi_setopt_long(handle, CURLMOPT_MAX_HOST_CONNECTIONS, limits.perHost)
+        ccurl_multi_setopt_long(handle, CURLMOPT_MAX_TOTAL_CONNECTIONS, limits.total)
+        keepConnectionsFor(active.count)
     }
 
     /// Whether curl is working on no transfer.
@@ -158,12 +172,24 @@ final class CurlMulti {
     /// moment with few transfers in (between one finishing and the next arriving from its
     /// operation) shrank the cache and closed warm connections: 306 connects for 20,000 small
     /// GETs at 16 in flight, against 16 for raw libcurl, which re-adds at once.
+    ///
+    /// With a total limit the cache holds no more than the limit: curl 7.88 makes room for a
+    /// new connection beyond `CURLMOPT_MAX_TOTAL_CONNECTIONS` by closing an idle one, so
+    /// with more idle connections than the limit in its cache, as many transfers ran at once
+    /// as there were idle connections to close (four at a limit of one, in
+    /// `aTotalLimitCapsTheConnections`). A cache no larger than the limit closes the extra
+    /// idle connections as transfers finish.
     private func keepConnectionsFor(_ transfers: Int) {
-        let wanted = max(Self.minimumConnectionCache, transfers * 4)
-        guard wanted > connectionCacheSize else { return }
+        mostTransfers = max(mostTransfers, transfers)
+        var wanted = max(Self.minimumConnectionCache, mostTransfers * 4)
+        if limits.total > 0 { wanted = min(wanted, limits.total) }
+        guard wanted != connectionCacheSize else { return }
         connectionCacheSize = wanted
         ccurl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, wanted)
     }
+
+    /// The connection cache size given to curl, for tests.
+    var connectionCacheSizeForTesting: Int { connectionCacheSize }
 
     /// The connection cache size before any transfer asks for more.
     private static let minimumConnectionCache = 16

@@ -47,6 +47,9 @@ final class CurlTransfer {
     private var delegate: CurlTransferDelegate?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer: UnsafeMutablePointer<CChar>
+    /// `CURLOPT_CONNECT_TO` entries (see ``configureRoute()``); curl reads them while the
+    /// transfer runs.
+    var connectToList: UnsafeMutablePointer<curl_slist>?
     private var headParser = ResponseHeadParser()
     /// Read position in a `.data` body.
     private var bodyOffset = 0
@@ -60,12 +63,13 @@ final class CurlTransfer {
         errorBuffer.initialize(to: 0)
         self.isPlain = request.method == "GET" && request.body.isNone && request.credential == nil
             && request.securityPolicy == .default && request.allowedSchemes == nil
-            && request.serverTrustEvaluation == nil
+            && request.serverTrustEvaluation == nil && request.route.isDefault && request.proxyCredential == nil
     }
 
     deinit {
         assert(easy == nil, "a transfer died holding its easy handle")
         curl_slist_free_all(headerList)
+        curl_slist_free_all(connectToList)
         errorBuffer.deallocate()
         bodyReader?.stop()
     }
@@ -227,6 +231,10 @@ final class CurlTransfer {
 
         if !isPlain {
             configureSecurity(userData: me)
+        }
+
+        if !request.route.isDefault || request.proxyCredential != nil {
+            configureRoute()
         }
 
         if let credential = request.credential {

@@ -22,6 +22,11 @@ struct TransferRequest: @unchecked Sendable {
     var timeout: TimeInterval
     /// User name and password for Basic or Digest authentication, negotiated by curl.
     var credential: (user: String, password: String)?
+    /// The proxy's user name and password, from the answer to its 407 challenge; sent to the
+    /// proxy only.
+    var proxyCredential: (user: String, password: String)?
+    /// Proxy, Unix socket and host overrides.
+    var route = NetworkRoute.default
     /// What TLS certificates to trust.
     var securityPolicy = SecurityPolicy.default
     /// The operation's server-trust block and its approvals, when it has one.

@@ -100,6 +100,8 @@ struct Nginx: Sendable {
     let prefix: String
     /// The PEM file of the server's own certificate (what nginx sends, alone).
     var serverCertificateFile: String { prefix + "/server.pem" }
+    /// The Unix domain socket its plain HTTP server also listens on.
+    var unixSocketPath: String { prefix + "/nginx.sock" }
 
     var baseURL: String { process.baseURL }
     var tlsBaseURL: String { "https://localhost:\(tlsPort)" }
@@ -171,6 +173,7 @@ struct Nginx: Sendable {
             default_type text/plain;
             server {
                 listen 127.0.0.1:\(port);
+                listen unix:\(prefix)/nginx.sock;
                 listen 127.0.0.1:\(tlsPort) ssl http2;
                 listen 127.0.0.2:\(tlsPort) ssl http2;
                 ssl_certificate \(cert);
