@@ -65,6 +65,7 @@ struct Download: ParsableCommand {
         // A signal finishes the operation cancelled; the handler reports and exits.
         interruption.exitIfShuttingDown()
         interruption.cancel()
+        options.saveCookies(of: operation)
 
         let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
         display.finish(total: (attributes?[.size] as? Int64) ?? 0, succeeded: operation.error == nil)

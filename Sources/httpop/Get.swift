@@ -26,6 +26,7 @@ struct Get: ParsableCommand {
         }
         operation.start()
         operation.waitUntilFinished()
+        options.saveCookies(of: operation)
 
         if includeHeaders, let response = operation.response {
             var head = "HTTP \(response.statusCode) \(HTTPURLResponse.localizedString(forStatusCode: response.statusCode))\n"
@@ -55,6 +56,11 @@ struct RequestOptions: ParsableArguments {
 
     @OptionGroup var route: RouteOptions
 
+    @Option(name: [.customShort("c"), .customLong("cookie-jar")],
+            help: ArgumentHelp("Read cookies from FILE when it exists, send them where they match, and write every cookie back to FILE at the end (Netscape format, as curl and wget).",
+                               valueName: "file"))
+    var cookieJar: String?
+
     /// An operation for `url` with these options: headers, timeout, TLS policy; a file: URL
     /// given on the command line is allowed (nothing else reaches files).
     ///
@@ -70,9 +76,28 @@ struct RequestOptions: ParsableArguments {
     func configure(_ operation: HTTPRequestOperation) throws {
         operation.securityPolicy = try tls.securityPolicy()
         operation.route = try route.route()
+        if let cookieJar {
+            operation.cookieStore = CookieStore(persistingTo: URL(fileURLWithPath: cookieJar))
+        }
         if operation.request.url?.isFileURL == true {
             operation.allowedSchemes.insert("file")
         }
+    }
+
+    /// Writes the cookie jar (`--cookie-jar`) once the operation is over, whatever its
+    /// outcome: an error response may set cookies too.
+    func saveCookies(of operation: HTTPRequestOperation) {
+        guard let store = operation.cookieStore, let file = store.file else { return }
+        let saved = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                try await store.save()
+            } catch {
+                say(stderr: "httpop: the cookie jar \(file.path) was not written: \(error)")
+            }
+            saved.signal()
+        }
+        saved.wait()
     }
 
     /// A GET request for `url` with these headers and timeout.

@@ -26,11 +26,13 @@ extension AllTests {
             private let stderr = Pipe()
             private var buffer = Data()
 
-            init(_ arguments: [String]) throws {
+            /// Starts `httpop` with `arguments`; its stdout goes to `standardOutput` (a file, so a
+            /// large body cannot block it), or nowhere.
+            init(_ arguments: [String], standardOutput: FileHandle? = nil) throws {
                 process.executableURL = builtHTTPOp
                 process.arguments = arguments
                 process.standardError = stderr
-                process.standardOutput = FileHandle.nullDevice
+                process.standardOutput = standardOutput ?? FileHandle.nullDevice
                 try process.run()
             }
 
@@ -169,6 +171,27 @@ extension AllTests {
             #expect(try await httpop(["get", "--proxy", "", url]).status == 0)
             let badProxy = try await httpop(["get", "--proxy", "ftp://127.0.0.1:21", url])
             #expect(badProxy.status != 0 && badProxy.stderr.contains("proxy"), "\(badProxy.stderr)")
+        }
+
+        /// `--cookie-jar`: the first run keeps what the server set in the file, the second sends
+        /// it back (nginx's `/cookies/show` answers the `Cookie` header it received).
+        @Test(.enabled(if: ExternalServers.nginxPath != nil || ExternalServers.required, "nginx is not installed"))
+        func aCookieJarFromTheCommandLine() async throws {
+            let folder = try TemporaryFolder()
+            let jar = folder.url.appendingPathComponent("cookies.txt").path
+            let body = folder.url.appendingPathComponent("body.txt")
+            #expect(FileManager.default.createFile(atPath: body.path, contents: nil))
+            let base = ExternalServers.nginx.baseURL
+            let set = try Run(["get", "--cookie-jar", jar, base + "/cookies/set"])
+            let setResult = try await offPool { set.finish() }
+            #expect(setResult.status == 0, "\(setResult.stderr)")
+            #expect(try String(contentsOfFile: jar, encoding: .utf8).contains("session\ts3cret"))
+            let output = try FileHandle(forWritingTo: body)
+            let show = try Run(["get", "-c", jar, base + "/cookies/show"], standardOutput: output)
+            let showResult = try await offPool { show.finish() }
+            try output.close()
+            #expect(showResult.status == 0, "\(showResult.stderr)")
+            #expect(try String(contentsOf: body, encoding: .utf8) == "session=s3cret")
         }
 
         @Test func aClientCertificateFromTheCommandLine() async throws {

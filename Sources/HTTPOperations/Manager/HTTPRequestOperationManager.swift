@@ -45,6 +45,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var securityPolicies = HostSecurityPolicies()
         var allowedSchemes: Set<String>?
         var route = NetworkRoute.default
+        var cookieStore: CookieStore?
         var serverTrustEvaluation: ServerTrustEvaluation?
         var totalTimeout: Duration?
         var logger = URLConnectionOperation.silentLogger
@@ -162,6 +163,13 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         set { settings.withLock { $0.route = newValue } }
     }
 
+    /// The cookies shared by the manager's operations (see ``CookieStore``); nil, the
+    /// default, keeps none. Given to each operation the manager makes.
+    public var cookieStore: CookieStore? {
+        get { settings.withLock { $0.cookieStore } }
+        set { settings.withLock { $0.cookieStore = newValue } }
+    }
+
     /// The queue callbacks run on; nil means a global concurrent queue.
     public var completionQueue: DispatchQueue? {
         get { settings.withLock { $0.completionQueue } }
@@ -259,6 +267,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
             state.settings.securityPolicies = settings.securityPolicies
             state.settings.allowedSchemes = settings.allowedSchemes
             state.settings.route = settings.route
+            state.settings.cookieStore = settings.cookieStore
             state.settings.serverTrustEvaluation = settings.serverTrustEvaluation
             state.settings.totalTimeout = settings.totalTimeout
             state.settings.logger = settings.logger

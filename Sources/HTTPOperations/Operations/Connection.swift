@@ -31,6 +31,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     private let allowedSchemes: Set<String>?
     /// Proxy, Unix socket and host overrides, for every transfer.
     private let route: NetworkRoute
+    /// The cookies to send and keep, for every transfer whose request handles cookies.
+    private let cookieStore: CookieStore?
     /// The answer to a proxy's 407: sent to the proxy only (`CURLOPT_PROXYUSERNAME`), for
     /// every later transfer of the operation, never to an origin.
     private var proxyCredential: URLCredential?
@@ -91,6 +93,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.securityPolicies = configuration.securityPolicies
         self.allowedSchemes = configuration.allowedSchemes
         self.route = configuration.route
+        self.cookieStore = configuration.cookieStore
         self.sensitiveHeaderFields = configuration.sensitiveHeaderFields
         self.download = configuration.download
         self.request = request
@@ -109,7 +112,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                      securityPolicies: configuration.securityPolicies,
                                      allowedSchemes: configuration.allowedSchemes,
                                      serverTrustEvaluation: configuration.serverTrustEvaluation,
-                                     route: configuration.route, proxyCredential: nil)
+                                     route: configuration.route, proxyCredential: nil, cookieStore: configuration.cookieStore)
         }
         // The first transfer holds the method upper-cased already.
         let method = (try? first.get())?.method ?? (request.httpMethod ?? "GET").uppercased()
@@ -243,7 +246,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         try Self.transferRequest(for: request, credential: credential, credentialOrigin: credentialOrigin,
                                  securityPolicies: securityPolicies, allowedSchemes: allowedSchemes,
                                  serverTrustEvaluation: serverTrustEvaluation,
-                                 route: route, proxyCredential: proxyCredential)
+                                 route: route, proxyCredential: proxyCredential, cookieStore: cookieStore)
     }
 
     /// What curl needs to send `request`, with `credential` only where it belongs and the
@@ -252,7 +255,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                         securityPolicies: HostSecurityPolicies,
                                         allowedSchemes: Set<String>?,
                                         serverTrustEvaluation: ServerTrustEvaluation?,
-                                        route: NetworkRoute, proxyCredential: URLCredential?) throws -> TransferRequest {
+                                        route: NetworkRoute, proxyCredential: URLCredential?,
+                                        cookieStore: CookieStore?) throws -> TransferRequest {
         // The credential belongs to the origin it was given for, not to wherever a redirect
         // leads. (Foundation's URL parses its host on each call: asked only when there is a
         // credential to give.)
@@ -263,6 +267,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         transferRequest.securityPolicy = securityPolicies.policy(forHostOf: transferRequest.url)
         transferRequest.serverTrustEvaluation = serverTrustEvaluation
         transferRequest.route = route
+        if request.httpShouldHandleCookies { transferRequest.cookieStore = cookieStore }
         if let proxyCredential, let user = proxyCredential.user {
             transferRequest.proxyCredential = (user, proxyCredential.password ?? "")
         }

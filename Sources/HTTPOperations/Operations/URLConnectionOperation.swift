@@ -73,6 +73,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var sensitiveHeaderFields: Set<String> = []
         /// Proxy, Unix socket and host overrides.
         var route = NetworkRoute.default
+        var cookieStore: CookieStore?
         /// Downloads: where the body goes, how it continues, and what it must add up to.
         var download = DownloadConfiguration()
         var logger = URLConnectionOperation.silentLogger
@@ -370,6 +371,14 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     public var route: NetworkRoute {
         get { state.withLock { $0.settings.route } }
         set { state.withLock { $0.settings.route = newValue } }
+    }
+
+    /// The cookies the operation sends and keeps (see ``CookieStore``); nil, the default,
+    /// keeps none. Ignored for a request whose `httpShouldHandleCookies` is false. A manager
+    /// gives the operations it makes its ``HTTPRequestOperationManager/cookieStore``.
+    public var cookieStore: CookieStore? {
+        get { state.withLock { $0.settings.cookieStore } }
+        set { state.withLock { $0.settings.cookieStore = newValue } }
     }
 
     /// Where the operation logs: silent by default; a manager gives the operations it makes its

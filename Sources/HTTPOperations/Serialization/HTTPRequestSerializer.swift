@@ -104,9 +104,9 @@ open class HTTPRequestSerializer: URLRequestSerialization, @unchecked Sendable {
         set { settings.withLock { $0.cachePolicy = newValue } }
     }
 
-    /// Copied to requests when set, and **ignored**: HTTPOperations keeps no cookie store.
-    /// `Set-Cookie` in responses is not stored, and no cookie is sent that the request's own
-    /// `Cookie` header does not carry.
+    /// Copied to requests when set. A request whose `httpShouldHandleCookies` is false neither
+    /// sends nor stores cookies of the operation's ``CookieStore``; without a store, no cookie
+    /// is kept whatever this says.
     public var httpShouldHandleCookies: Bool? {
         get { settings.withLock { $0.httpShouldHandleCookies } }
         set { settings.withLock { $0.httpShouldHandleCookies = newValue } }

@@ -64,6 +64,7 @@ final class CurlTransfer {
         self.isPlain = request.method == "GET" && request.body.isNone && request.credential == nil
             && request.securityPolicy == .default && request.allowedSchemes == nil
             && request.serverTrustEvaluation == nil && request.route.isDefault && request.proxyCredential == nil
+            && request.cookieStore == nil
     }
 
     deinit {
@@ -114,6 +115,10 @@ final class CurlTransfer {
     func detach() -> UnsafeMutableRawPointer? {
         defer { easy = nil }
         bodyReader?.stop()
+        if let easy, let store = request.cookieStore {
+            // A pooled handle must not keep the store's share handle alive in curl.
+            store.engine.value.detach(easy)
+        }
         return easy
     }
 
@@ -235,6 +240,9 @@ final class CurlTransfer {
 
         if !request.route.isDefault || request.proxyCredential != nil {
             configureRoute()
+        }
+        if let store = request.cookieStore {
+            store.engine.value.attach(easy!)
         }
 
         if let credential = request.credential {

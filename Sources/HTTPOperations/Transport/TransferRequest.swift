@@ -27,6 +27,9 @@ struct TransferRequest: @unchecked Sendable {
     var proxyCredential: (user: String, password: String)?
     /// Proxy, Unix socket and host overrides.
     var route = NetworkRoute.default
+    /// The cookies to send and keep; nil when the operation has no store or the request's
+    /// `httpShouldHandleCookies` is false.
+    var cookieStore: CookieStore?
     /// What TLS certificates to trust.
     var securityPolicy = SecurityPolicy.default
     /// The operation's server-trust block and its approvals, when it has one.

@@ -181,6 +181,8 @@ struct Nginx: Sendable {
                 root \(prefix)/www;
                 location = /connection { return 200 "$connection"; }
                 location = /protocol { return 200 "$server_protocol"; }
+                location = /cookies/set { add_header Set-Cookie "session=s3cret; Path=/; HttpOnly"; return 200 "set"; }
+                location = /cookies/show { return 200 "$http_cookie"; }
                 location = /to-plain-http { return 307 http://127.0.0.1:\(port)/hello.txt; }
                 location /throttled/ { alias \(prefix)/www/; limit_rate 4m; }
                 # HTTP/2 in front of the fault server (FaultMatrixTests): streamed, not buffered.
