@@ -11,7 +11,8 @@ import Glibc
 /// 1. `count` slow transfers held at once by one process and its one network thread: the
 ///    resident memory each adds, the CPU the process spends while they trickle, and the time
 ///    to cancel them all;
-/// 2. `streams` HTTP/2 requests at once to one TLS origin: how many connections carry them.
+/// 2. `streams` HTTP/2 requests at once to one TLS origin: how many connections carry them,
+///    without a connection limit and with at most 8 per host.
 ///
 /// Usage: `scale <slow URL> <HTTP/2 URL> <CA file> [count] [streams]`. Prints one JSON line.
 @main
@@ -87,33 +88,21 @@ struct Scale {
         report["secondsToCancelAll"] = seconds(ContinuousClock.now - cancelAt)
         operations.removeAll()
 
-        // 2. HTTP/2 streams to one origin, all at once.
+        // 2. HTTP/2 streams to one origin, all at once: without a connection limit, then with
+        // at most 8 connections per host, where the transfers beyond nginx's 128 streams per
+        // connection wait for a stream instead of opening connections of their own.
         let authorities = try TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: arguments[3]))
-        let secure = HTTPRequestOperationManager()
-        secure.securityPolicy = try SecurityPolicy(trustedCertificateAuthorities: authorities)
-        secure.operationQueue.maxConcurrentOperationCount = streams
-        let done = DispatchSemaphore(value: 0)
-        let finished = Atomic<Int>(0), failed = Atomic<Int>(0)
-        let streamOperations = (0..<streams).map { _ in
-            let operation = secure.httpRequestOperation(with: URLRequest(url: fast), success: nil, failure: nil)
-            operation.responseSerializer = HTTPResponseSerializer()
-            operation.setCompletionBlockWithSuccess({ _, _ in
-                if finished.add(1, ordering: .relaxed).newValue == streams { done.signal() }
-            }, failure: { _, _ in
-                failed.add(1, ordering: .relaxed)
-                if finished.add(1, ordering: .relaxed).newValue == streams { done.signal() }
-            })
-            return operation
+        // The second run names the origin by its address, so that it cannot reuse the first
+        // run's connections (the certificate names both).
+        var byAddress = URLComponents(url: fast, resolvingAgainstBaseURL: false)!
+        byAddress.host = "127.0.0.1"
+        for (key, limits, url) in [("http2", ConnectionLimits.unlimited, fast), ("http2PerHost8", ConnectionLimits(perHost: 8), byAddress.url!)] {
+            ConnectionLimits.current = limits
+            for (name, value) in try Self.streams(streams, to: url, trusting: authorities) {
+                report[key + name] = value
+            }
         }
-        let streamsAt = ContinuousClock.now
-        streamOperations.forEach(secure.enqueue)
-        guard done.wait(timeout: .now() + 120) == .success else { fail("HTTP/2 requests did not finish within 120 s") }
-        report["http2Seconds"] = seconds(ContinuousClock.now - streamsAt)
-        report["http2Failed"] = failed.load(ordering: .relaxed)
-        report["http2FirstError"] = streamOperations.lazy.compactMap { $0.error.map { "\($0)" } }.first
-        report["http2Versions"] = Set(streamOperations.compactMap { $0.timings?.lastTransfer.httpVersion }).sorted()
-        // A transfer that did not reuse a connection opened one.
-        report["http2ConnectionsOpened"] = streamOperations.filter { $0.timings.map { !$0.lastTransfer.reusedConnection } ?? false }.count
+        ConnectionLimits.current = .unlimited
 
         let json = try JSONSerialization.data(withJSONObject: report, options: [.sortedKeys])
         print(String(decoding: json, as: UTF8.self))
@@ -153,5 +142,37 @@ struct Scale {
     static func fail(_ message: String) -> Never {
         FileHandle.standardError.write(Data("scale: \(message)\n".utf8))
         exit(1)
+    }
+
+    /// `count` requests to `url` started together on one manager: how long they took, how
+    /// many failed, the HTTP versions and how many connections they opened.
+    static func streams(_ count: Int, to url: URL, trusting authorities: [TLSCertificate]) throws -> [String: Any] {
+        let secure = HTTPRequestOperationManager()
+        secure.securityPolicy = try SecurityPolicy(trustedCertificateAuthorities: authorities)
+        secure.operationQueue.maxConcurrentOperationCount = count
+        let done = DispatchSemaphore(value: 0)
+        let finished = Atomic<Int>(0), failed = Atomic<Int>(0)
+        let operations = (0..<count).map { _ in
+            let operation = secure.httpRequestOperation(with: URLRequest(url: url), success: nil, failure: nil)
+            operation.responseSerializer = HTTPResponseSerializer()
+            operation.setCompletionBlockWithSuccess({ _, _ in
+                if finished.add(1, ordering: .relaxed).newValue == count { done.signal() }
+            }, failure: { _, _ in
+                failed.add(1, ordering: .relaxed)
+                if finished.add(1, ordering: .relaxed).newValue == count { done.signal() }
+            })
+            return operation
+        }
+        let startedAt = ContinuousClock.now
+        operations.forEach(secure.enqueue)
+        guard done.wait(timeout: .now() + 120) == .success else { fail("HTTP/2 requests did not finish within 120 s") }
+        var report: [String: Any] = [:]
+        report["Seconds"] = seconds(ContinuousClock.now - startedAt)
+        report["Failed"] = failed.load(ordering: .relaxed)
+        report["FirstError"] = operations.lazy.compactMap { $0.error.map { "\($0)" } }.first
+        report["Versions"] = Set(operations.compactMap { $0.timings?.lastTransfer.httpVersion }).sorted()
+        // A transfer that did not reuse a connection opened one.
+        report["ConnectionsOpened"] = operations.filter { $0.timings.map { !$0.lastTransfer.reusedConnection } ?? false }.count
+        return report
     }
 }
