@@ -29,12 +29,15 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // rtnetlink for NetworkReachabilityManager: the netlink macros do not import into Swift.
+        .target(name: "CNetlink"),
         // A mutex ThreadSanitizer can see, used only in builds with -DHTTPOPERATIONS_TSAN.
         .target(name: "SanitizerLocks"),
         .target(
             name: "HTTPOperations",
             dependencies: [
                 "CCurl",
+                "CNetlink",
                 "SanitizerLocks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -39,13 +39,15 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// Called with the operation (nil when none was made) and the error.
     public typealias Failure = @Sendable (_ operation: HTTPRequestOperation?, _ error: any Error) -> Void
 
-    private struct Settings {
+    struct Settings {
         var requestSerializer = HTTPRequestSerializer()
         var responseSerializer: any URLResponseSerialization = JSONResponseSerializer()
         var securityPolicies = HostSecurityPolicies()
         var allowedSchemes: Set<String>?
         var route = NetworkRoute.default
         var cookieStore: CookieStore?
+        /// The observer of ``reachabilityManager`` while ``suspendsWhileUnreachable`` is set.
+        var reachabilityObserver: Handover<any NSObjectProtocol>?
         var serverTrustEvaluation: ServerTrustEvaluation?
         var totalTimeout: Duration?
         var logger = URLConnectionOperation.silentLogger
@@ -62,10 +64,15 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var isShutDown = false
     }
 
-    private let settings = Mutex(Settings())
+    let settings = Mutex(Settings())
 
     /// The URL relative URL strings resolve against.
     public let baseURL: URL?
+
+    /// Watches whether ``baseURL``'s host can be reached (the internet, without a base URL).
+    /// Not started until ``suspendsWhileUnreachable`` is set or you call its
+    /// `startMonitoring()`.
+    public let reachabilityManager: NetworkReachabilityManager
 
     /// The queue the verb methods enqueue on, owned by the manager. Set its
     /// `maxConcurrentOperationCount` as you need. Its `cancelAllOperations()` and
@@ -95,7 +102,16 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         } else {
             self.baseURL = baseURL
         }
+        reachabilityManager = baseURL?.host.map { NetworkReachabilityManager.forDomain($0) } ?? .forInternet()
         queue.name = "HTTPOperations.manager"
+    }
+
+    deinit {
+        // Started by `suspendsWhileUnreachable`: the observer and the monitoring end with us.
+        if let observer = settings.withLock({ $0.reachabilityObserver }) {
+            NotificationCenter.default.removeObserver(observer.value)
+            reachabilityManager.stopMonitoring()
+        }
     }
 
     // MARK: - Settings

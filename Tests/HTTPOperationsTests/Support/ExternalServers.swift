@@ -56,10 +56,11 @@ final class ManagedProcess: Sendable {
         let pipe: Pipe
     }
 
-    /// Starts `executable` and waits until it accepts connections on `port`.
+    /// Starts `executable` and waits until it accepts connections on `port` at `host`.
     ///
     /// - Parameter removing: A folder to delete once the server has stopped.
-    static func start(_ executable: String, _ arguments: [String], port: Int, removing folder: String? = nil) throws -> ManagedProcess {
+    static func start(_ executable: String, _ arguments: [String], port: Int, host: String = "127.0.0.1",
+                      removing folder: String? = nil) throws -> ManagedProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         let script = #""$@" <&- & server=$!; cat >/dev/null; kill -KILL $server; wait $server; [ -n "$HTTPOP_REMOVE" ] && rm -rf "$HTTPOP_REMOVE""#
@@ -75,7 +76,7 @@ final class ManagedProcess: Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        try waitUntilAccepting(port: port, timeout: 20)
+        try waitUntilAccepting(port: port, host: host, timeout: 20)
         return ManagedProcess(port: port, lifeline: Handover(process: process, pipe: pipe))
     }
 
@@ -157,18 +158,9 @@ struct Nginx: Sendable {
             throw ServerError("openssl \(step.first ?? "") failed")
         }
         let port = try freeLoopbackPort(), tlsPort = try freeLoopbackPort(), mutualTLSPort = try freeLoopbackPort()
-        let config = """
-        daemon off;
-        master_process off;
-        worker_processes 1;
-        pid \(prefix)/nginx.pid;
-        error_log \(prefix)/logs/error.log warn;
-        events { worker_connections 256; }
-        http {
+        let config = Self.configuration(prefix: prefix, http: """
             log_format ranges escape=none '$uri $status range="$http_range" if_range="$http_if_range"';
             access_log \(prefix)/logs/access.log ranges;
-            client_body_temp_path \(prefix)/tmp; proxy_temp_path \(prefix)/tmp; fastcgi_temp_path \(prefix)/tmp;
-            uwsgi_temp_path \(prefix)/tmp; scgi_temp_path \(prefix)/tmp;
             keepalive_requests 10000;
             default_type text/plain;
             server {
@@ -197,13 +189,33 @@ struct Nginx: Sendable {
                 root \(prefix)/www;
                 location = /client { return 200 "$ssl_client_s_dn"; }
             }
-        }
-        """
+        """)
         try Data(config.utf8).write(to: URL(fileURLWithPath: prefix + "/nginx.conf"))
         let process = try ManagedProcess.start(nginx, ["-c", prefix + "/nginx.conf", "-p", prefix], port: port, removing: prefix)
         try waitUntilAccepting(port: tlsPort, timeout: 20)
         try waitUntilAccepting(port: mutualTLSPort, timeout: 20)
         return Nginx(process: process, tlsPort: tlsPort, mutualTLSPort: mutualTLSPort, certificateAuthorityFile: ca, prefix: prefix)
+    }
+}
+
+extension Nginx {
+    /// An nginx configuration for a server run in the foreground from `prefix` (which holds
+    /// `logs/`, `tmp/` and the pid file): one worker, and `http` as the `http` block's body.
+    static func configuration(prefix: String, connections: Int = 256, http: String) -> String {
+        """
+        daemon off;
+        master_process off;
+        worker_processes 1;
+        pid \(prefix)/nginx.pid;
+        error_log \(prefix)/logs/error.log warn;
+        events { worker_connections \(connections); }
+        http {
+            client_body_temp_path \(prefix)/tmp; proxy_temp_path \(prefix)/tmp; fastcgi_temp_path \(prefix)/tmp;
+            uwsgi_temp_path \(prefix)/tmp; scgi_temp_path \(prefix)/tmp;
+        \(http)
+        }
+
+        """
     }
 }
 
@@ -245,13 +257,13 @@ func freeLoopbackPort() throws -> Int {
 
 /// Waits until something accepts TCP connections on `port`: a readiness probe for a server
 /// process that just started, trying every 20 ms until `timeout` seconds have passed.
-func waitUntilAccepting(port: Int, timeout: TimeInterval) throws {
+func waitUntilAccepting(port: Int, host: String = "127.0.0.1", timeout: TimeInterval) throws {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         address.sin_port = UInt16(port).bigEndian
         let connected = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
