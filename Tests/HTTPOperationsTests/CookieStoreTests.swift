@@ -80,6 +80,21 @@ extension AllTests {
             await #expect(throws: CocoaError.self) { try await CookieStore().save() }
         }
 
+        /// A server saves its cookies at exit, after a shutdown that stopped the network thread:
+        /// the jar gets the cookies, not an empty file (what it got before the fix).
+        @Test func aStoreSavesItsCookiesAfterItsNetworkThreadStopped() async throws {
+            let file = temporaryFile()
+            defer { try? FileManager.default.removeItem(at: file) }
+            let thread = NetworkThread()
+            let store = CookieStore(persistingTo: file, thread: thread)
+            _ = try await Self.get("/cookies/set", store: store)
+            #expect(await thread.stop())
+            #expect(await store.cookies().map(\.name) == ["session"])
+            try await store.save()
+            let saved = try String(contentsOf: file, encoding: .utf8)
+            #expect(saved.contains("session\ts3cret"), "\(saved)")
+        }
+
         @Test func netscapeLinesBecomeCookies() throws {
             let line = "#HttpOnly_.example.com\tTRUE\t/api\tTRUE\t2000000000\ttoken\ta\tb"
             let cookie = try #require(CookieStore.cookie(fromNetscapeLine: line))

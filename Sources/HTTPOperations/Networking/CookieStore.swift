@@ -21,18 +21,26 @@ public final class CookieStore: Sendable {
     public let file: URL?
     /// The curl side, touched on the network thread only; released there too (see `deinit`).
     let engine: Handover<CookieEngine>
+    /// The thread that runs the store's own work: the process's network thread, which also
+    /// runs every transfer that uses the store (tests give one they can stop).
+    private let thread: NetworkThread
 
     /// A store, empty or loaded from `file` when it exists.
-    public init(persistingTo file: URL? = nil) {
+    public convenience init(persistingTo file: URL? = nil) {
+        self.init(persistingTo: file, thread: .shared)
+    }
+
+    init(persistingTo file: URL?, thread: NetworkThread) {
         self.file = file
         self.engine = Handover(CookieEngine(file: file))
+        self.thread = thread
     }
 
     deinit {
         // The share handle is curl's: the last reference goes on the network thread, where
         // no transfer can be using it (a transfer of this store holds the store).
         let engine = engine
-        NetworkThread.shared.perform { _ = engine }
+        thread.perform { _ = engine }
     }
 
     /// Every cookie held, as `HTTPCookie` values.
@@ -57,12 +65,15 @@ public final class CookieStore: Sendable {
         await onNetworkThread { $0.removeAll() }
     }
 
+    /// Runs `work` on the network thread; once that thread has stopped (a shutdown with
+    /// `stoppingNetworkThread`), on the caller's, which is then the only one left to touch the
+    /// store: its cookies are still there to list and save. (It used to run on an empty stand-in
+    /// then, and `save()` after a shutdown wrote an empty file over the jar.)
     private func onNetworkThread<T: Sendable>(_ work: @escaping @Sendable (CookieEngine) -> T) async -> T {
         let engine = engine
         return await withCheckedContinuation { continuation in
-            let queued = NetworkThread.shared.perform { continuation.resume(returning: work(engine.value)) }
-            // A stopped network thread runs nothing: the store's curl side is gone with it.
-            if !queued { continuation.resume(returning: work(CookieEngine(file: nil))) }
+            let queued = thread.perform { continuation.resume(returning: work(engine.value)) }
+            if !queued { continuation.resume(returning: work(engine.value)) }
         }
     }
 
