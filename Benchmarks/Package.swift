@@ -42,8 +42,10 @@ let package = Package(
         // (run by Benchmarks/soak).
         .executableTarget(
             name: "soak",
-            dependencies: [.product(name: "HTTPOperations", package: "HTTPOperations")]
+            dependencies: ["CMallocStats", .product(name: "HTTPOperations", package: "HTTPOperations")]
         ),
+        // glibc's mallinfo2 for the soak's samples (<malloc.h> is not in Swift's Glibc module).
+        .target(name: "CMallocStats"),
     ],
     swiftLanguageModes: [.v6]
 )

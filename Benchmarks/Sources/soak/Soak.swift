@@ -1,3 +1,4 @@
+import CMallocStats
 import Foundation
 import HTTPOperations
 import Synchronization
@@ -14,6 +15,11 @@ import Glibc
 /// they are enqueued, 5% answered 404, 4% to a closed port. Every outcome is counted once;
 /// the run fails if one is missing, doubled, or not what its kind should give.
 ///
+/// At each tenth of the run it stops sending until every operation has reported and been
+/// released, and measures the heap then (see ``drain(window:after:)``): with nothing in
+/// flight, the bytes still in use are the ones kept for good, so their growth from drain to
+/// drain is what requests leave behind, free of the noise of the 256 operations in flight.
+///
 /// Usage: `soak <base URL> <closed-port URL> <count> <samples CSV> [seed]`. Prints a JSON
 /// summary line.
 @main
@@ -21,9 +27,14 @@ struct Soak {
     /// Counts live operations: users subclass operations, and so does the soak.
     final class SoakOperation: HTTPRequestOperation, @unchecked Sendable {
         // @unchecked Sendable: no state beyond the superclass's, which keeps it behind its lock.
-        static let live = Atomic<Int>(0)
-        deinit { Self.live.subtract(1, ordering: .relaxed) }
+        static let live = LiveOperations()
+        deinit { Self.live.remove() }
     }
+
+    /// How often the soak stops sending to measure the heap with nothing in flight.
+    static let drains = 10
+    /// How long a drain waits for the last operation to be released before failing the run.
+    static let drainTimeout: DispatchTimeInterval = .seconds(30)
 
     enum Kind: Int, CaseIterable {
         case get, post, download, cancelled, notFound, refused
@@ -52,7 +63,11 @@ struct Soak {
         sampler.start()
         let startedAt = ContinuousClock.now
         var generator = SplitMix64(seed: seed)
+        var drained: [Drained] = []
         for index in 0..<count {
+            if index > 0, index % max(count / drains, 1) == 0 {
+                drained.append(drain(window: window, after: index))
+            }
             let roll = Int(generator.next() % 100)
             let kind: Kind = switch roll {
             case 0..<70: .get
@@ -75,7 +90,7 @@ struct Soak {
             }
             request.timeoutInterval = 30
             let operation = SoakOperation(request: request)
-            SoakOperation.live.add(1, ordering: .relaxed)
+            SoakOperation.live.add()
             let file = folder.appendingPathComponent("\(index).bin")
             if kind == .download {
                 operation.destinationURL = file
@@ -111,8 +126,7 @@ struct Soak {
         }
         // Every slot back: every operation reported. Then returned, since libdispatch traps
         // when a semaphore is released with a lower value than it was made with.
-        for _ in 0..<256 { window.wait() }
-        for _ in 0..<256 { window.signal() }
+        drained.append(drain(window: window, after: count))
         let elapsed = ContinuousClock.now - startedAt
         sampler.stop()
         try? FileManager.default.removeItem(at: folder)
@@ -123,12 +137,37 @@ struct Soak {
             "seconds": Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
             "reported": result.reported, "duplicates": result.duplicates, "unexpected": result.unexpected,
             "byKind": Dictionary(uniqueKeysWithValues: result.byKind.map { ("\(Kind(rawValue: $0.key)!)", $0.value) }),
-            "liveOperationsAtEnd": SoakOperation.live.load(ordering: .relaxed),
+            "liveOperationsAtEnd": SoakOperation.live.count,
+            "drains": drained.map { [$0.requests, $0.heapInUse, $0.rssAnonymous] },
         ]
         summary["firstUnexpected"] = result.firstUnexpected
         let json = try JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])
         print(String(decoding: json, as: UTF8.self))
         if result.reported != count || result.duplicates > 0 || result.unexpected > 0 { exit(1) }
+    }
+
+    /// The process with nothing in flight, after `requests` requests.
+    struct Drained {
+        var requests: Int
+        var heapInUse: Int
+        var rssAnonymous: Int
+    }
+
+    /// Waits until every request sent so far has reported and every operation is released,
+    /// then measures the heap: what is still held then is held for good (pools, caches,
+    /// kept connections), so its growth from one drain to the next is what requests leave
+    /// behind. Exits when an operation outlives ``drainTimeout``.
+    static func drain(window: DispatchSemaphore, after requests: Int) -> Drained {
+        // Every slot back: every operation reported. Then returned, since libdispatch traps
+        // when a semaphore is released with a lower value than it was made with.
+        for _ in 0..<256 { window.wait() }
+        defer { for _ in 0..<256 { window.signal() } }
+        guard SoakOperation.live.waitUntilNone(timeout: drainTimeout) else {
+            FileHandle.standardError.write(Data("soak: \(SoakOperation.live.count) operations still alive \(drainTimeout) after their outcome\n".utf8))
+            exit(1)
+        }
+        return Drained(requests: requests, heapInUse: Int(cmallocstats_read().inUse),
+                       rssAnonymous: Sampler.resident().anonymous)
     }
 
     struct Outcomes {
@@ -160,14 +199,56 @@ struct Soak {
     }
 }
 
-/// Writes `seconds,rssBytes,openFiles,threads,liveOperations,queued` every 10 s, read from
-/// /proc; a value that cannot be read ends the run rather than being written as 0.
+/// Counts the soak's live operations, and lets the sending thread wait until none is left.
+///
+/// Thread-safety: the count and the waiter sit in one struct behind one `Mutex`.
+final class LiveOperations: Sendable {
+    private struct State {
+        var count = 0
+        /// Signalled when the count reaches 0.
+        var waiter: DispatchSemaphore?
+    }
+    private let state = Mutex(State())
+
+    var count: Int { state.withLock { $0.count } }
+
+    func add() { state.withLock { $0.count += 1 } }
+
+    func remove() {
+        let waiter = state.withLock { state -> DispatchSemaphore? in
+            state.count -= 1
+            guard state.count == 0 else { return nil }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.signal()
+    }
+
+    /// Waits until no operation is alive; false if one still is after `timeout`.
+    func waitUntilNone(timeout: DispatchTimeInterval) -> Bool {
+        let waiter = DispatchSemaphore(value: 0)
+        let waits = state.withLock { state -> Bool in
+            guard state.count > 0 else { return false }
+            state.waiter = waiter
+            return true
+        }
+        return !waits || waiter.wait(timeout: .now() + timeout) == .success
+    }
+}
+
+/// Writes `seconds,rssBytes,openFiles,threads,liveOperations,queued,heapInUse,heapFree,rssAnon,rssFile` every
+/// 10 s, read from /proc and glibc's `mallinfo2` (see CMallocStats); a value that cannot be read ends the run
+/// rather than being written as 0.
+///
+/// The two heap columns tell growth apart: bytes the program still holds (`heapInUse`: live
+/// allocations, small and mapped) from bytes the allocator keeps but nobody holds (`heapFree`:
+/// free chunks inside its arenas, which count in RSS until they are trimmed).
 final class Sampler {
     private let timer: any DispatchSourceTimer
     private let handle: FileHandle
 
     init(path: String, manager: HTTPRequestOperationManager) {
-        _ = FileManager.default.createFile(atPath: path, contents: Data("seconds,rssBytes,openFiles,threads,liveOperations,queued\n".utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data("seconds,rssBytes,openFiles,threads,liveOperations,queued,heapInUse,heapFree,rssAnon,rssFile\n".utf8))
         handle = FileHandle(forWritingAtPath: path)!
         handle.seekToEndOfFile()
         let start = ContinuousClock.now
@@ -176,9 +257,12 @@ final class Sampler {
         timer.schedule(deadline: .now(), repeating: 10)
         timer.setEventHandler {
             let elapsed = ContinuousClock.now - start
-            let line = [Double(elapsed.components.seconds).rounded(), Double(Sampler.resident()), Double(Sampler.entries("/proc/self/fd")),
-                        Double(Sampler.entries("/proc/self/task")), Double(Soak.SoakOperation.live.load(ordering: .relaxed)),
-                        Double(manager.operationQueue.operationCount)]
+            let heap = cmallocstats_read()
+            let resident = Sampler.resident()
+            let line = [Double(elapsed.components.seconds).rounded(), Double(resident.total), Double(Sampler.entries("/proc/self/fd")),
+                        Double(Sampler.entries("/proc/self/task")), Double(Soak.SoakOperation.live.count),
+                        Double(manager.operationQueue.operationCount), Double(heap.inUse), Double(heap.free),
+                        Double(resident.anonymous), Double(resident.file)]
                 .map { String(Int($0)) }.joined(separator: ",")
             handle.write(Data((line + "\n").utf8))
         }
@@ -191,13 +275,23 @@ final class Sampler {
         try? handle.close()
     }
 
-    static func resident() -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
-              let pages = text.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else {
-            FileHandle.standardError.write(Data("soak: cannot read /proc/self/statm\n".utf8))
+    /// Resident memory in bytes from /proc/self/status: all of it, the anonymous part (heap,
+    /// stacks: what a leak grows) and the file-backed part (pages of the libraries mapped in,
+    /// which grow as code runs for the first time and are given back under pressure).
+    static func resident() -> (total: Int, anonymous: Int, file: Int) {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else {
+            FileHandle.standardError.write(Data("soak: cannot read /proc/self/status\n".utf8))
             exit(1)
         }
-        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+        func kilobytes(_ field: String) -> Int {
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
+                  let value = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Int($0) }) else {
+                FileHandle.standardError.write(Data("soak: no \(field) in /proc/self/status\n".utf8))
+                exit(1)
+            }
+            return value * 1024
+        }
+        return (kilobytes("VmRSS"), kilobytes("RssAnon"), kilobytes("RssFile"))
     }
 
     static func entries(_ folder: String) -> Int {
