@@ -23,19 +23,12 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     let completionGroup: DispatchGroup?
     private let redirectBlock: RedirectResponseBlock?
     private let challengeBlock: AuthenticationChallengeBlock?
-    private let serverTrustEvaluation: ServerTrustEvaluation?
     private let totalTimeout: Duration?
     let uploadProgress: ProgressReporter?
     let downloadProgress: ProgressReporter?
-    private let securityPolicies: HostSecurityPolicies
-    private let allowedSchemes: Set<String>?
-    /// Proxy, Unix socket and host overrides, for every transfer.
-    private let route: NetworkRoute
-    /// The cookies to send and keep, for every transfer whose request handles cookies.
-    private let cookieStore: CookieStore?
-    /// The answer to a proxy's 407: sent to the proxy only (`CURLOPT_PROXYUSERNAME`), for
-    /// every later transfer of the operation, never to an origin.
-    private var proxyCredential: URLCredential?
+    /// Credentials, security policies, schemes, route and cookies: what every transfer is
+    /// built from besides its request.
+    private var inputs: TransferInputs
     /// Header fields dropped, besides the credential ones, when a redirect leaves the origin.
     let sensitiveHeaderFields: Set<String>
     let download: DownloadConfiguration
@@ -44,10 +37,6 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     var machine: TransferStateMachine
     /// The request sent last (or about to be sent).
     var request: URLRequest
-    private var credential: URLCredential?
-    /// The URL whose origin ``credential`` belongs to: the first request's for the
-    /// operation's credential, the challenged request's for a challenge block's answer.
-    private var credentialOrigin: URL?
     var transfer: CurlTransfer?
     /// The last final head of the current transfer.
     var head: ResponseHead?
@@ -84,16 +73,15 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.completionGroup = configuration.completionGroup
         self.redirectBlock = configuration.redirectBlock
         self.challengeBlock = configuration.challengeBlock
-        self.serverTrustEvaluation = configuration.serverTrustEvaluation
         self.totalTimeout = configuration.totalTimeout
-        self.credential = configuration.credential
-        let credentialOrigin = configuration.credential == nil ? nil
-            : configuration.credentialOrigin ?? request.url
-        self.credentialOrigin = credentialOrigin
-        self.securityPolicies = configuration.securityPolicies
-        self.allowedSchemes = configuration.allowedSchemes
-        self.route = configuration.route
-        self.cookieStore = configuration.cookieStore
+        let inputs = TransferInputs(credential: configuration.credential,
+                                    credentialOrigin: configuration.credential == nil ? nil
+                                        : configuration.credentialOrigin ?? request.url,
+                                    securityPolicies: configuration.securityPolicies,
+                                    allowedSchemes: configuration.allowedSchemes,
+                                    serverTrustEvaluation: configuration.serverTrustEvaluation,
+                                    route: configuration.route, cookieStore: configuration.cookieStore)
+        self.inputs = inputs
         self.sensitiveHeaderFields = configuration.sensitiveHeaderFields
         self.download = configuration.download
         self.request = request
@@ -106,14 +94,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.downloadProgress = configuration.downloadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
         let outputStream: BodyWriter.Target? = configuration.bodyChannel.map { .consumer($0) }
             ?? configuration.outputStream.value.map { .stream($0) }
-        let first = Result {
-            try Self.transferRequest(for: request, credential: configuration.credential,
-                                     credentialOrigin: credentialOrigin,
-                                     securityPolicies: configuration.securityPolicies,
-                                     allowedSchemes: configuration.allowedSchemes,
-                                     serverTrustEvaluation: configuration.serverTrustEvaluation,
-                                     route: configuration.route, proxyCredential: nil, cookieStore: configuration.cookieStore)
-        }
+        let first = Result { try inputs.transferRequest(for: request) }
         // The first transfer holds the method upper-cased already.
         let method = (try? first.get())?.method ?? (request.httpMethod ?? "GET").uppercased()
         self.machine = TransferStateMachine(
@@ -226,7 +207,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             sentBodyStream = ObjectIdentifier(stream)
         }
         do {
-            var transferRequest = try (prepared ?? Result { try self.transferRequest(for: request) }).get()
+            var transferRequest = try (prepared ?? Result { try self.inputs.transferRequest(for: request) }).get()
             if case .stream = transferRequest.body {
                 transferRequest.bodyQueue = readerQueue
                 transferRequest.rewindsBody = rewindsBody
@@ -239,39 +220,6 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         } catch {
             fail(error)
         }
-    }
-
-    /// What curl needs to send `request`.
-    private func transferRequest(for request: URLRequest) throws -> TransferRequest {
-        try Self.transferRequest(for: request, credential: credential, credentialOrigin: credentialOrigin,
-                                 securityPolicies: securityPolicies, allowedSchemes: allowedSchemes,
-                                 serverTrustEvaluation: serverTrustEvaluation,
-                                 route: route, proxyCredential: proxyCredential, cookieStore: cookieStore)
-    }
-
-    /// What curl needs to send `request`, with `credential` only where it belongs and the
-    /// security policy of the host it goes to.
-    private static func transferRequest(for request: URLRequest, credential: URLCredential?, credentialOrigin: URL?,
-                                        securityPolicies: HostSecurityPolicies,
-                                        allowedSchemes: Set<String>?,
-                                        serverTrustEvaluation: ServerTrustEvaluation?,
-                                        route: NetworkRoute, proxyCredential: URLCredential?,
-                                        cookieStore: CookieStore?) throws -> TransferRequest {
-        // The credential belongs to the origin it was given for, not to wherever a redirect
-        // leads. (Foundation's URL parses its host on each call: asked only when there is a
-        // credential to give.)
-        let sendsCredential = credential != nil
-            && (request.url.flatMap { url in credentialOrigin.map { RedirectPolicy.isSameOrigin($0, url) } } ?? false)
-        var transferRequest = try TransferRequest(request, credential: sendsCredential ? credential : nil,
-                                                  allowedSchemes: allowedSchemes)
-        transferRequest.securityPolicy = securityPolicies.policy(forHostOf: transferRequest.url)
-        transferRequest.serverTrustEvaluation = serverTrustEvaluation
-        transferRequest.route = route
-        if request.httpShouldHandleCookies { transferRequest.cookieStore = cookieStore }
-        if let proxyCredential, let user = proxyCredential.user {
-            transferRequest.proxyCredential = (user, proxyCredential.password ?? "")
-        }
-        return transferRequest
     }
 
     /// Adds `Range` and `If-Range` when the machine asks for the bytes after those held.
@@ -428,11 +376,11 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                 if let answer, challenge.isProxyChallenge {
                     // A 407 came from the proxy: its answer goes to the proxy, never to the
                     // origin (it used to be sent as the origin's credential).
-                    self.proxyCredential = answer
+                    self.inputs.proxyCredential = answer
                 } else if let answer {
                     // The answer is for the origin that asked.
-                    self.credential = answer
-                    self.credentialOrigin = self.request.url
+                    self.inputs.credential = answer
+                    self.inputs.credentialOrigin = self.request.url
                 }
                 self.decided(proceed: answer != nil)
             }
@@ -460,7 +408,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// Asks the server-trust block on the callback queue; a yes is kept, so the request sent
     /// again goes through.
     private func askServerTrust(_ trust: ServerTrust) {
-        let (operation, evaluation) = (self.operation, serverTrustEvaluation!)
+        let (operation, evaluation) = (self.operation, inputs.serverTrustEvaluation!)
         callbackQueue.async(group: completionGroup) {
             let trusted = evaluation.block(operation, trust)
             if trusted { evaluation.approve(trust) }
