@@ -1,6 +1,10 @@
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Reusable memory for large response bodies.
 ///
 /// A body of a megabyte, allocated and freed per response, is mapped fresh by the allocator
@@ -13,8 +17,20 @@ import Synchronization
 /// Buffers come in power-of-two sizes from 64 KiB to 16 MiB; larger bodies use plain
 /// allocations. At most ``idleLimit`` bytes wait here; beyond that, returned buffers are freed.
 ///
+/// Idle buffers decay: one that waited here through a whole ``decayInterval`` (no request
+/// of that interval needed it) is given back to the kernel at the end of it. So the pool
+/// holds what recent traffic used, not the most that one burst ever did: without decay, the
+/// buffers of a burst of concurrent downloads stayed for the life of the process, and a
+/// server's resident memory rose in a step with every new peak (the soak measured 3.7 MiB of
+/// idle buffers left from bursts; Docs/Reliability.md). The pool is swept when a buffer is
+/// taken or returned, so a pool nobody uses keeps what it has until traffic comes back.
+///
+/// Pooled sizes are mapped with `mmap` rather than taken from `malloc`, so that a buffer
+/// given back leaves resident memory: once one such block has been freed, glibc serves blocks
+/// of that size from its heap, where a freed one stays resident.
+///
 /// Thread-safety: buffers come back on whatever thread releases the `Data`, so the idle lists
-/// live in one struct behind one `Mutex`.
+/// and the decay bookkeeping live in one struct behind one `Mutex`.
 final class BodyBufferPool: Sendable {
     /// The process-wide pool.
     static let shared = BodyBufferPool()
@@ -25,19 +41,64 @@ final class BodyBufferPool: Sendable {
     static let maximumSize = 16 << 20
     /// How many idle bytes the pool keeps at most.
     let idleLimit: Int
+    /// How long a buffer may wait unused before it is given back.
+    let decayInterval: Duration
 
     private struct Idle {
         /// Idle buffers' addresses (as bit patterns, which are `Sendable`), by size class
-        /// (index 0 holds `minimumSize`).
+        /// (index 0 holds `minimumSize`); each list is used from its end, so its start holds
+        /// the buffers idle longest.
         var buffers: [[UInt]] = Array(repeating: [], count: BodyBufferPool.sizeClassCount)
         var bytes = 0
+        /// The fewest buffers each list held since the last sweep: that many waited through
+        /// the whole interval.
+        var fewestSinceSweep: [Int] = Array(repeating: 0, count: BodyBufferPool.sizeClassCount)
+        var lastSweep: ContinuousClock.Instant
+
+        /// When a decay interval has passed since the last sweep: takes out the buffers that
+        /// stayed idle all through it, to be unmapped outside the lock.
+        mutating func sweep(at now: ContinuousClock.Instant, every interval: Duration) -> [UnsafeMutableRawBufferPointer] {
+            guard now - lastSweep >= interval else { return [] }
+            lastSweep = now
+            var expired: [UnsafeMutableRawBufferPointer] = []
+            for index in buffers.indices {
+                let (count, size) = (fewestSinceSweep[index], BodyBufferPool.minimumSize << index)
+                for address in buffers[index].prefix(count) {
+                    expired.append(UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(bitPattern: address), count: size))
+                }
+                buffers[index].removeFirst(count)
+                bytes -= count * size
+                fewestSinceSweep[index] = buffers[index].count
+            }
+            return expired
+        }
     }
 
     private static let sizeClassCount = (maximumSize / minimumSize).trailingZeroBitCount + 1
-    private let idle = Mutex(Idle())
+    private let idle: Mutex<Idle>
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    init(idleLimit: Int = 32 << 20) {
+    /// - Parameters:
+    ///   - idleLimit: How many idle bytes to keep at most.
+    ///   - decayInterval: How long a buffer may wait unused before it is given back.
+    ///   - now: The clock the decay reads (tests move their own).
+    init(idleLimit: Int = 32 << 20, decayInterval: Duration = .seconds(10),
+         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.idleLimit = idleLimit
+        self.decayInterval = decayInterval
+        self.now = now
+        idle = Mutex(Idle(lastSweep: now()))
+    }
+
+    deinit {
+        idle.withLock { idle in
+            for (index, list) in idle.buffers.enumerated() {
+                for address in list {
+                    Self.unmap(UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(bitPattern: address),
+                                                             count: Self.minimumSize << index))
+                }
+            }
+        }
     }
 
     /// The size a request for `count` bytes is rounded to: a pooled size, or `count` itself
@@ -51,31 +112,37 @@ final class BodyBufferPool: Sendable {
     /// A buffer of `size(for: count)` bytes, uninitialised.
     func take(atLeast count: Int) -> UnsafeMutableRawBufferPointer {
         let size = Self.size(for: count)
-        if let index = Self.sizeClass(of: size),
-           let reused = idle.withLock({ idle -> UInt? in
-               guard let address = idle.buffers[index].popLast() else { return nil }
-               idle.bytes -= size
-               return address
-           }) {
+        guard let index = Self.sizeClass(of: size) else { return .allocate(byteCount: size, alignment: 16) }
+        let (now, interval) = (self.now(), decayInterval)
+        let (reused, expired) = idle.withLock { idle -> (UInt?, [UnsafeMutableRawBufferPointer]) in
+            let address = idle.buffers[index].popLast()
+            if address != nil { idle.bytes -= size }
+            idle.fewestSinceSweep[index] = min(idle.fewestSinceSweep[index], idle.buffers[index].count)
+            return (address, idle.sweep(at: now, every: interval))
+        }
+        expired.forEach(Self.unmap)
+        if let reused {
             return UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(bitPattern: reused), count: size)
         }
-        return .allocate(byteCount: size, alignment: 16)
+        return Self.map(size)
     }
 
     /// Takes back a buffer from ``take(atLeast:)``, to keep or to free.
     func recycle(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let start = buffer.baseAddress else { return }
-        if let index = Self.sizeClass(of: buffer.count) {
-            let (address, size, limit) = (UInt(bitPattern: start), buffer.count, idleLimit)
-            let kept = idle.withLock { idle -> Bool in
-                guard idle.bytes + size <= limit else { return false }
+        guard let index = Self.sizeClass(of: buffer.count) else { return buffer.deallocate() }
+        let (address, size, limit) = (UInt(bitPattern: start), buffer.count, idleLimit)
+        let (now, interval) = (self.now(), decayInterval)
+        let (kept, expired) = idle.withLock { idle -> (Bool, [UnsafeMutableRawBufferPointer]) in
+            let kept = idle.bytes + size <= limit
+            if kept {
                 idle.buffers[index].append(address)
                 idle.bytes += size
-                return true
             }
-            if kept { return }
+            return (kept, idle.sweep(at: now, every: interval))
         }
-        buffer.deallocate()
+        if !kept { Self.unmap(buffer) }
+        expired.forEach(Self.unmap)
     }
 
     /// The bytes waiting in the pool.
@@ -84,5 +151,19 @@ final class BodyBufferPool: Sendable {
     private static func sizeClass(of size: Int) -> Int? {
         guard size >= minimumSize, size <= maximumSize, size.nonzeroBitCount == 1 else { return nil }
         return (size / minimumSize).trailingZeroBitCount
+    }
+
+    /// Fresh pages for a pooled size (page-aligned; the kernel zeroes them on first touch).
+    private static func map(_ size: Int) -> UnsafeMutableRawBufferPointer {
+        let address = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let address, address != MAP_FAILED else {
+            // As Swift's own allocation does when memory runs out.
+            fatalError("mmap of \(size) bytes for a response body failed: \(String(cString: strerror(errno)))")
+        }
+        return UnsafeMutableRawBufferPointer(start: address, count: size)
+    }
+
+    private static func unmap(_ buffer: UnsafeMutableRawBufferPointer) {
+        munmap(buffer.baseAddress, buffer.count)
     }
 }

@@ -53,8 +53,12 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     var publishedMetrics = DownloadMetrics()
     /// Serial queue that writes the body to its file or stream, and writes and removes the
     /// sidecar resume data after the bytes it describes. Made on first use: bodies in memory
-    /// never need it.
-    lazy var writerQueue = DispatchQueue(label: "HTTPOperations.writer")
+    /// never need it. A file's is on one of the shared ``WriterLanes`` (a fixed number of
+    /// threads for every download); a caller's stream gets a queue of its own, so a stream
+    /// that blocks holds up only its own download.
+    lazy var writerQueue = download.destination != nil
+        ? WriterLanes.shared.makeWriterQueue()
+        : DispatchQueue(label: "HTTPOperations.writer")
     /// Serial queue that reads a request body stream (see ``BodyReader``), for every transfer
     /// of this operation in turn. Made on first use.
     private lazy var readerQueue = DispatchQueue(label: "HTTPOperations.reader")
