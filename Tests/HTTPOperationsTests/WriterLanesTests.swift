@@ -19,7 +19,7 @@ extension AllTests {
             var order: [[Int]]
         }
 
-        @Test func manyWritersUseNoMoreThreadsThanLanes() {
+        @Test func manyWritersRunNoMoreAtOnceThanLanes() {
             // Given 16 downloads' writer queues on two lanes, each with writes that block a while
             let lanes = WriterLanes(count: 2)
             let writers = 16, jobs = 3

@@ -64,7 +64,7 @@ final class BodyBufferPool: Sendable {
             for index in buffers.indices {
                 let (count, size) = (fewestSinceSweep[index], BodyBufferPool.minimumSize << index)
                 for address in buffers[index].prefix(count) {
-                    expired.append(UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(bitPattern: address), count: size))
+                    expired.append(BodyBufferPool.buffer(at: address, size: size))
                 }
                 buffers[index].removeFirst(count)
                 bytes -= count * size
@@ -94,8 +94,7 @@ final class BodyBufferPool: Sendable {
         idle.withLock { idle in
             for (index, list) in idle.buffers.enumerated() {
                 for address in list {
-                    Self.unmap(UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(bitPattern: address),
-                                                             count: Self.minimumSize << index))
+                    Self.unmap(Self.buffer(at: address, size: Self.minimumSize << index))
                 }
             }
         }
@@ -122,7 +121,7 @@ final class BodyBufferPool: Sendable {
         }
         expired.forEach(Self.unmap)
         if let reused {
-            return UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(bitPattern: reused), count: size)
+            return Self.buffer(at: reused, size: size)
         }
         return Self.map(size)
     }
@@ -151,6 +150,11 @@ final class BodyBufferPool: Sendable {
     private static func sizeClass(of size: Int) -> Int? {
         guard size >= minimumSize, size <= maximumSize, size.nonzeroBitCount == 1 else { return nil }
         return (size / minimumSize).trailingZeroBitCount
+    }
+
+    /// The buffer of `size` bytes at an idle list's `address`.
+    private static func buffer(at address: UInt, size: Int) -> UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(bitPattern: address), count: size)
     }
 
     /// Fresh pages for a pooled size (page-aligned; the kernel zeroes them on first touch).
