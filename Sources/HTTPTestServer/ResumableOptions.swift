@@ -33,6 +33,13 @@ public struct ResumableOptions: Sendable, Equatable {
     /// Require Basic credentials `user:password`: without them every request gets a 401
     /// challenge (with a body), as a protected file server answers.
     public var basicAuth: String?
+    /// Answer a range with at most this many bytes (`Content-Range: bytes a-(a+cap-1)/size`),
+    /// as CDNs that cap ranges do: legal, and short of the rest.
+    public var rangeCap: Int?
+    /// Answer every range request with this status (a 4xx or 5xx) and a small body.
+    public var rangeStatus: Int?
+    /// Answer a range with a 206 whatever `If-Range` says, as servers that ignore it do.
+    public var ignoreIfRange = false
 
     /// Options for a well-behaved resource; `key` keeps tests apart.
     public init(key: String = UUID().uuidString) {
@@ -49,6 +56,9 @@ public struct ResumableOptions: Sendable, Equatable {
         if let dropAfter { items.append("dropAfter=\(dropAfter)&drops=\(drops)") }
         if resetOnDrop { items.append("rst=1") }
         if let chunkSize { items.append("chunk=\(chunkSize)&delay=\(chunkDelayMilliseconds)") }
+        if let rangeCap { items.append("cap=\(rangeCap)") }
+        if let rangeStatus { items.append("rangeStatus=\(rangeStatus)") }
+        if ignoreIfRange { items.append("ignoreIfRange=1") }
         if let basicAuth { items.append("auth=\(basicAuth.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? basicAuth)") }
         return items.joined(separator: "&")
     }

@@ -47,11 +47,16 @@ extension RequestRouter {
         if let lastModified { headers.add(name: "Last-Modified", value: lastModified) }
 
         var start = 0
+        var end = size
         var status = 200
+        if let rangeStatus = query["rangeStatus"].flatMap(Int.init), head.headers.first(name: "Range") != nil {
+            return respond(context, head, status: rangeStatus, body: Data("no ranges today (\(rangeStatus))".utf8))
+        }
         if query["ignoreRange"] != "1", let range = head.headers.first(name: "Range"), let from = Self.rangeStart(range) {
             // If-Range: the range holds only for the version the client names (RFC 9110 §13.1.5).
             let ifRange = head.headers.first(name: "If-Range")
             let validatorMatches = ifRange == nil || ifRange == etag || (ifRange == lastModified && lastModified != nil)
+                || query["ignoreIfRange"] == "1"
             if validatorMatches {
                 if from >= size {
                     headers.add(name: "Content-Range", value: "bytes */\(size)")
@@ -61,23 +66,32 @@ extension RequestRouter {
                 }
                 start = from
                 status = 206
+                // A closed range (bytes=a-b) ends at b; a cap ends it sooner.
+                if let last = Self.rangeEnd(range) { end = min(end, last + 1) }
+                if let cap = query["cap"].flatMap(Int.init) { end = min(end, from + cap) }
                 let claimed = query["badStart"] == "1" ? from + 100 : from
                 if query["noContentRange"] != "1" {
-                    headers.add(name: "Content-Range", value: "bytes \(claimed)-\(size - 1)/\(size)")
+                    headers.add(name: "Content-Range", value: "bytes \(claimed)-\(end - 1)/\(size)")
                 }
             }
         }
-        headers.add(name: "Content-Length", value: "\(size - start)")
+        headers.add(name: "Content-Length", value: "\(end - start)")
         writeHead(context, head, status: status, headers: headers)
         guard head.method != .HEAD else { return finish(context, head) }
 
         let drops = Int(query["drops"] ?? "1") ?? 1
         let dropAfter = query["dropAfter"].flatMap(Int.init).flatMap { previous < drops ? $0 : nil }
         streamer = PatternStreamer(
-            request: head, offset: start, remaining: min(size - start, dropAfter ?? .max),
+            request: head, offset: start, remaining: min(end - start, dropAfter ?? .max),
             contentShift: version * 7, closeAfter: dropAfter.map { _ in query["rst"] == "1" ? .reset : .close } ?? .none,
             chunkSize: query["chunk"].flatMap(Int.init), delay: .milliseconds(Int64(query["delay"] ?? "0") ?? 0))
         pumpStreamer(context: context)
+    }
+
+    /// The last byte of `bytes=<first>-<last>`; nil for `bytes=<first>-`.
+    static func rangeEnd(_ value: String) -> Int? {
+        guard value.hasPrefix("bytes="), let dash = value.firstIndex(of: "-") else { return nil }
+        return Int(value[value.index(after: dash)...])
     }
 
     /// The first byte of `bytes=<first>-` or `bytes=<first>-<last>`.

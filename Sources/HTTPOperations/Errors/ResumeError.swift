@@ -20,6 +20,8 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
             case unsatisfiableRange(held: Int64, length: Int64?)
             case cannotRestartOutputStream
             case validatorChanged(expected: String, received: String)
+            case unrequestedPartialContent
+            case incomplete(held: Int64, length: Int64)
         }
 
         let kind: Kind
@@ -52,6 +54,17 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
             Reason(kind: .validatorChanged(expected: expected, received: received))
         }
 
+        /// A 206 to a request that asked for no range: a partial body that cannot be placed
+        /// (for example a proxy's or a cache's answer to another request).
+        public static var unrequestedPartialContent: Reason { Reason(kind: .unrequestedPartialContent) }
+
+        /// The server ended with fewer bytes than the resource's complete length (a 206 shorter
+        /// than the rest, as CDNs that cap ranges send), and the retry policy allows no further
+        /// request. The bytes held are a true prefix; the resume data names them.
+        public static func incomplete(held: Int64, length: Int64) -> Reason {
+            Reason(kind: .incomplete(held: held, length: length))
+        }
+
         /// The kind, without the values.
         public var code: Code {
             switch kind {
@@ -61,6 +74,8 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
             case .unsatisfiableRange: .unsatisfiableRange
             case .cannotRestartOutputStream: .cannotRestartOutputStream
             case .validatorChanged: .validatorChanged
+            case .unrequestedPartialContent: .unrequestedPartialContent
+            case .incomplete: .incomplete
             }
         }
 
@@ -79,6 +94,10 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
                 "the server sent the whole resource again and the output stream cannot be rewound"
             case .validatorChanged(let expected, let received):
                 "the server sent part of version \(received), but the bytes held are of version \(expected)"
+            case .unrequestedPartialContent:
+                "the server sent part of the resource (206) to a request that asked for no range"
+            case .incomplete(let held, let length):
+                "the server stopped after \(held) of \(length) bytes and no further request is allowed"
             }
         }
     }
@@ -116,4 +135,8 @@ extension ErrorCode where Domain == ResumeError {
     public static var cannotRestartOutputStream: Self { Self("cannotRestartOutputStream") }
     /// See ``ResumeError/Reason/validatorChanged(expected:received:)``.
     public static var validatorChanged: Self { Self("validatorChanged") }
+    /// See ``ResumeError/Reason/unrequestedPartialContent``.
+    public static var unrequestedPartialContent: Self { Self("unrequestedPartialContent") }
+    /// See ``ResumeError/Reason/incomplete(held:length:)``.
+    public static var incomplete: Self { Self("incomplete") }
 }

@@ -46,6 +46,20 @@ final class BodyWriter: @unchecked Sendable {
         /// The network thread was refused room and waits to hear of it.
         var roomWanted = false
         var error: URLError?
+        /// Bytes the target really took since it was last emptied (for a file: its size).
+        var written: Int64 = 0
+        /// Emptyings that happened (see ``discardAndEmpty()``).
+        var emptied = 0
+    }
+
+    /// What the target holds at a point in the queue's order (see ``afterWrites(_:)``).
+    struct Written: Sendable {
+        /// Bytes the target really took (for a file: its size).
+        var bytes: Int64
+        /// Every emptying asked for before this point happened: the bytes are of the version
+        /// the network thread took last. False when one was skipped or failed (the target
+        /// still holds an earlier version's bytes, and nothing more is written).
+        var holdsCurrentVersion: Bool
     }
 
     /// A filled buffer on its way to the queue; owned by whichever side holds it.
@@ -58,24 +72,33 @@ final class BodyWriter: @unchecked Sendable {
     private let queue: DispatchQueue
     private let target: Handover<Target>
     private let roomAvailable: @Sendable () -> Void
+    private let failed: @Sendable (URLError) -> Void
     private let pool: BodyBufferPool
     /// The buffer being filled, network thread only.
     private var filling: UnsafeMutableRawBufferPointer?
     private var fillCount = 0
+    /// Emptyings asked for, network thread only.
+    private var emptiesRequested = 0
 
     /// - Parameters:
     ///   - target: The file or stream; a stream is opened on `queue`.
     ///   - queue: A serial queue; other jobs on it (resume data beside the file) run after the
     ///     writes handed in before them.
     ///   - emptyFirst: Empty the file before the first write.
+    ///   - alreadyWritten: What the file holds already (a continued download), kept.
     ///   - roomAvailable: Called on `queue` when a buffer was written after ``admit(_:)``
     ///     said wait.
-    init(target: Target, queue: DispatchQueue, emptyFirst: Bool = false, pool: BodyBufferPool = .shared,
-         roomAvailable: @escaping @Sendable () -> Void) {
+    ///   - failed: Called on `queue`, once, when a write, emptying or close fails: the
+    ///     writer's failure is an event, not something found at the next buffer.
+    init(target: Target, queue: DispatchQueue, emptyFirst: Bool = false, alreadyWritten: Int64 = 0,
+         pool: BodyBufferPool = .shared, roomAvailable: @escaping @Sendable () -> Void,
+         failed: @escaping @Sendable (URLError) -> Void = { _ in }) {
         self.target = Handover(target)
         self.queue = queue
         self.pool = pool
         self.roomAvailable = roomAvailable
+        self.failed = failed
+        shared.withLock { $0.written = emptyFirst ? 0 : alreadyWritten }
         queue.async { [self] in
             switch self.target.value {
             case .stream(let stream): stream.open()
@@ -166,11 +189,31 @@ final class BodyWriter: @unchecked Sendable {
     }
 
     /// Drops the bytes not yet handed over and empties the file after the writes before.
+    /// After a failure nothing is emptied (nor written): ``afterWrites(_:)`` then reports that
+    /// the file does not hold the current version.
     func discardAndEmpty() {
         fillCount = 0
+        emptiesRequested += 1
         queue.async { [self] in
             guard self.error == nil else { return }
-            self.keep(self.empty())
+            if let failure = self.empty() {
+                self.keep(failure)
+            } else {
+                self.shared.withLock { shared in
+                    shared.emptied += 1
+                    shared.written = 0
+                }
+            }
+        }
+    }
+
+    /// Runs `job` on the queue after every write and emptying handed in before it (call
+    /// ``handOver()`` first for the bytes being filled), with what the target holds then.
+    func afterWrites(_ job: @escaping @Sendable (Written) -> Void) {
+        let requested = emptiesRequested
+        queue.async { [self] in
+            let (bytes, emptied) = self.shared.withLock { ($0.written, $0.emptied) }
+            job(Written(bytes: bytes, holdsCurrentVersion: emptied == requested))
         }
     }
 
@@ -191,12 +234,16 @@ final class BodyWriter: @unchecked Sendable {
 
     // MARK: - On the queue
 
-    /// Keeps `failure` as the writer's error unless an earlier one is kept.
+    /// Keeps `failure` as the writer's error unless an earlier one is kept, and reports the
+    /// first.
     private func keep(_ failure: URLError?) {
         guard let failure else { return }
-        shared.withLock { shared in
-            if shared.error == nil { shared.error = failure }
+        let first = shared.withLock { shared -> Bool in
+            guard shared.error == nil else { return false }
+            shared.error = failure
+            return true
         }
+        if first { failed(failure) }
     }
 
     /// Writes all of `bytes`; the error, if any.
@@ -204,6 +251,8 @@ final class BodyWriter: @unchecked Sendable {
         switch target.value {
         case .file(let handle, let url):
             var offset = 0
+            // Counted whatever happens: a write that fails midway leaves a true prefix.
+            defer { shared.withLock { $0.written += Int64(offset) } }
             while offset < bytes.count {
                 let written = Glibc.write(handle.fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
                 if written < 0 {

@@ -13,10 +13,22 @@ extension Connection {
     ///   its resume data is saved — or at once, in order, when there was nothing to pause
     ///   (the transfer had already ended).
     func pause(whenPaused: [@Sendable () -> Void]) {
-        if case .paused(let stopTransfer) = machine.pause() {
+        switch machine.pause() {
+        case .paused(let stopTransfer):
             if stopTransfer { self.stopTransfer() }
             publishResumeData(saving: true)
+        case .ignored:
+            // The outcome came first (its writes may still be closing): the pause did not
+            // take effect, and the operation says so before anyone hears back.
+            if machine.isFinished { operation.pauseDidNotTakeEffect() }
         }
+        callBack(whenPaused)
+    }
+
+    /// Runs `completions` of `pause(completion:)` on the callback queue, in order — after the
+    /// resume data saved so far is on disk.
+    func callBack(_ completions: [@Sendable () -> Void]) {
+        let whenPaused = completions
         guard !whenPaused.isEmpty else { return }
         let callbackQueue = self.callbackQueue
         let group = completionGroup
@@ -69,25 +81,33 @@ extension Connection {
         operation.state.withLock { $0.downloadMetrics = metrics }
     }
 
-    /// Publishes resume data for a download to a file, and saves it beside the file when
-    /// `saving`, encoded and written on the writer queue.
+    /// Publishes resume data for a download to a file (the operation's ``URLConnectionOperation/resumeData``),
+    /// and saves it beside the file when `saving`.
+    ///
+    /// Both happen on the writer queue, after the writes and the emptying handed in before:
+    /// the offset is what the file really holds then, and the version is the machine's only
+    /// if every emptying asked for before has happened. When one failed (the file still holds
+    /// the old version's bytes), nothing is published: the resume data already published and
+    /// saved names the version the file holds.
+    ///
+    /// The URL and header fields are the first request's, before any redirect: a saved
+    /// download continues from the URL the caller asked for.
     func publishResumeData(saving: Bool) {
         publishMetricsIfChanged()
-        guard let sink, let destination = sink.destination, let url = request.url else { return }
-        // The resume data is written after the bytes it counts (same serial queue). Should one
-        // of those writes fail, the offset overstates the file; it is advisory, and a resume
-        // continues from the file's real size.
-        sink.flush()
+        guard let sink, let destination = sink.destination, let url = originalRequest.url else { return }
         // Secrets stay out of the file: credential fields (ResumeData drops them) and the
         // fields the caller named sensitive.
-        let headers = (request.allHTTPHeaderFields ?? [:]).filter { !sensitiveHeaderFields.contains($0.key.lowercased()) }
-        let data = ResumeData(url: url, method: request.httpMethod ?? "GET", headers: headers, validator: machine.validator,
-                              offset: sink.heldBytes, expectedLength: machine.knownLength, destination: destination)
-        operation.state.withLock { $0.resumeData = data }
-        guard saving else { return }
-        let sidecar = ResumeData.sidecarURL(for: destination)
-        writerQueue.async {
-            guard let encoded = try? data.encoded() else { return }
+        let headers = (originalRequest.allHTTPHeaderFields ?? [:]).filter { !sensitiveHeaderFields.contains($0.key.lowercased()) }
+        let (method, validator, entityTag, lastModified, length) = (originalRequest.httpMethod ?? "GET", machine.validator,
+                                                                    machine.entityTag, machine.lastModified, machine.knownLength)
+        let (operation, sidecar) = (self.operation, ResumeData.sidecarURL(for: destination))
+        sink.afterWrites { written in
+            guard written.holdsCurrentVersion else { return }
+            var data = ResumeData(url: url, method: method, headers: headers, validator: validator,
+                                  offset: written.bytes, expectedLength: length, destination: destination)
+            (data.entityTag, data.lastModified) = (entityTag, lastModified)
+            operation.state.withLock { $0.resumeData = data }
+            guard saving, let encoded = try? data.encoded() else { return }
             try? PrivateFile.write(encoded, to: sidecar)
         }
     }
@@ -103,13 +123,14 @@ extension Connection {
         return HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: fields)!
     }
 
-    /// What to do on the completion queue before the outcome is reported. A failure waits
-    /// for its resume data to be on disk (a caller may exit as soon as it hears). A success
-    /// checks the expected length and SHA-256, then removes the saved resume data.
-    func completionCheck(succeeded: Bool) -> (@Sendable (Data?) -> (any Error)?)? {
+    /// What to do on the completion queue before the outcome is reported. An incomplete
+    /// download (a failure, or an error answer to a resume) waits for its resume data to be
+    /// on disk (a caller may exit as soon as it hears), and keeps it. A complete one checks
+    /// the expected length and SHA-256, then removes the saved resume data.
+    func completionCheck(complete: Bool) -> (@Sendable (Data?) -> (any Error)?)? {
         // Only downloads to a file have resume data on disk to wait for or remove.
         let writerQueue = sink?.destination == nil ? nil : self.writerQueue
-        guard succeeded else {
+        guard complete else {
             guard let writerQueue else { return nil }
             return { _ in
                 writerQueue.sync {}

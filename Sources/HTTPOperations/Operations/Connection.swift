@@ -37,6 +37,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     var machine: TransferStateMachine
     /// The request sent last (or about to be sent).
     var request: URLRequest
+    /// The first request, before any redirect: what resume data names, so that a saved
+    /// download is continued from the URL the caller asked for.
+    let originalRequest: URLRequest
     var transfer: CurlTransfer?
     /// The last final head of the current transfer.
     var head: ResponseHead?
@@ -89,6 +92,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.sensitiveHeaderFields = configuration.sensitiveHeaderFields
         self.download = configuration.download
         self.request = request
+        self.originalRequest = request
         let hasProgress = configuration.uploadProgress != nil || configuration.downloadProgress != nil
         let queue = hasProgress
             ? URLConnectionOperation.makeCallbackQueue(targeting: configuration.completionQueue)
@@ -108,8 +112,11 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                  isIdempotent: RetryPolicy.idempotentMethods.contains(method),
                                  maximumBodySize: configuration.download.destination == nil && outputStream == nil
                                      ? configuration.download.maximumBodySize : nil,
-                                 canRestart: configuration.download.destination != nil || outputStream == nil),
-            validator: configuration.download.validator, knownLength: configuration.download.knownLength)
+                                 canRestart: configuration.download.destination != nil || outputStream == nil,
+                                 sendsOwnRange: request.value(forHTTPHeaderField: "Range") != nil,
+                                 expectsBody: method != "HEAD"),
+            validator: configuration.download.validator, entityTag: configuration.download.entityTag,
+            lastModified: configuration.download.lastModified, knownLength: configuration.download.knownLength)
         self.firstTransfer = first
         openSink(stream: outputStream)
         // Counted until reported: the network thread does not stop under a live connection.
@@ -126,6 +133,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                             // Weak: the sink's writer is ours; a strong capture would be a cycle.
                                             guard let connection = self else { return }
                                             NetworkThread.shared.perform { connection.writerHasRoom() }
+                                        }, failed: { [weak self] error in
+                                            guard let connection = self else { return }
+                                            NetworkThread.shared.perform { connection.writerFailed(error) }
                                         })
         } catch {
             sinkFailure = error
@@ -226,8 +236,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         }
     }
 
-    /// Adds `Range` and `If-Range` when the machine asks for the bytes after those held.
+    /// Adds `Range` and `If-Range` when the machine asks for the bytes after those held. A
+    /// caller's own `Range` (a byte-range request) is sent as it is.
     private func addRangeHeaders(for send: TransferStateMachine.Send, to transfer: inout TransferRequest) {
+        guard !machine.configuration.sendsOwnRange else { return }
         transfer.headers.removeAll { fieldNamesMatch($0.name, "Range") || fieldNamesMatch($0.name, "If-Range") }
         guard let from = send.rangeFrom else { return }
         transfer.headers.append(("Range", "bytes=\(from)-"))
@@ -250,6 +262,12 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead) -> Bool {
         guard transfer === self.transfer else { return false }
+        if let error = sink?.writeError {
+            // A write already failed (its event is on its way): nothing of this answer can be
+            // kept, and a restart from zero would empty nothing.
+            writerFailed(error)
+            return false
+        }
         self.head = head
         bodyAside = Data()
         switch machine.headReceived(head) {
@@ -294,6 +312,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         }
     }
 
+    /// Writing the body failed: the download ends with that failure, whatever it was doing.
+    private func writerFailed(_ error: URLError) {
+        guard let outcome = machine.writerFailed(error) else { return }
+        stopTransfer()
+        report(outcome, of: nil)
+    }
+
     /// The writer made room: let the transfer that waited for it go on, if it still runs.
     private func writerHasRoom() {
         guard machine.writerCaughtUp(), let transfer else { return }
@@ -330,6 +355,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             report(outcome, of: transfer)
         case .scheduleRetry(let delay):
             scheduleRetry(after: delay, failure: error)
+        case .send(let send):
+            log("continue", ["httpop.offset": "\(machine.held)"])
+            start(send)
         case .redirect:
             redirect(to: transfer.redirectURL)
         case .challenge(let previousFailureCount):
@@ -454,8 +482,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                 machine.heldAsideMovedIntoSink()
                 finish(response: response, error: nil)
             } else {
-                // An error answer to a range request: reported, never mixed into the bytes held.
-                finish(response: response, error: nil, separateBody: bodyAside)
+                // An error answer to a range request: reported, never mixed into the bytes held,
+                // and not a complete download: its resume data stays.
+                finish(response: response, error: nil, separateBody: bodyAside, complete: false)
             }
         case .failure(let failure):
             // Too many redirects: the last redirect is the response, as before it was refused.
@@ -493,26 +522,40 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     /// Hands the outcome to the operation, once, after the last byte of the body is written.
     ///
-    /// - Parameter separateBody: A body to report that is not part of the bytes held.
-    func finish(response: URLResponse?, error: (any Error)?, separateBody: Data? = nil) {
+    /// The outcome is fixed here, on the network thread, in the operation's lock: from now on
+    /// the operation can be neither paused nor cancelled (a cancel that came first turns it
+    /// into a cancellation, which keeps its resume data).
+    ///
+    /// - Parameters:
+    ///   - separateBody: A body to report that is not part of the bytes held.
+    ///   - complete: Whether the resource is complete (no error, and not an answer reported
+    ///     apart from the bytes held); only then is its resume data removed and its integrity
+    ///     checked.
+    func finish(response: URLResponse?, error: (any Error)?, separateBody: Data? = nil, complete: Bool = true) {
         guard !reported else { return }
         reported = true
         stopTransfer()
+        let cancelled = operation.state.withLock { state in
+            state.outcomeDecided = true
+            return state.cancelRequested
+        }
+        let error = error ?? (cancelled ? operation.cancellationError() : nil)
         guard let sink, !sink.isMemory else {
-            return deliver(response: response, error: error, separateBody: separateBody)
+            return deliver(response: response, error: error, separateBody: separateBody, complete: complete && error == nil)
         }
         // A file or stream is written off this thread; the outcome waits for the last write.
         sink.close { [self] writeError in
             NetworkThread.shared.perform {
                 // The body is not all written: a success would be a lie.
-                self.deliver(response: response, error: error ?? writeError, separateBody: separateBody)
+                let error = error ?? writeError
+                self.deliver(response: response, error: error, separateBody: separateBody, complete: complete && error == nil)
             }
         }
     }
 
-    /// The rest of ``finish(response:error:separateBody:)``, once the body is written.
-    private func deliver(response: URLResponse?, error: (any Error)?, separateBody: Data?) {
-        if error != nil {
+    /// The rest of ``finish(response:error:separateBody:complete:)``, once the body is written.
+    private func deliver(response: URLResponse?, error: (any Error)?, separateBody: Data?, complete: Bool) {
+        if !complete {
             publishResumeData(saving: true)
         } else {
             publishMetricsIfChanged()
@@ -528,10 +571,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             RequestLogging.retriesKey: "\(machine.retries)",
             RequestLogging.resumesKey: "\(machine.metrics.resumes)",
         ] : nil
-        operation.conclude(response: response, data: data, error: error, timings: timings,
+        operation.conclude(response: response, data: data, error: error, complete: complete, timings: timings,
                            retries: machine.retries, resumes: machine.metrics.resumes, log: outcomeMetadata.map { (logger, $0) }, on: callbackQueue,
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
-                           completion: completionCheck(succeeded: error == nil),
+                           completion: completionCheck(complete: complete),
                            handoff: NetworkThread.shared.callbacks)
         NetworkThread.shared.connectionEnded()
     }

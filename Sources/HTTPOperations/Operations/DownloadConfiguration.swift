@@ -8,6 +8,9 @@ struct DownloadConfiguration {
     var continuing = false
     /// What identifies the version those bytes belong to (from resume data).
     var validator: ResumeValidator?
+    /// Every validator saved with those bytes (from resume data), checked on each 206.
+    var entityTag: String?
+    var lastModified: String?
     /// The complete length known before starting (from resume data).
     var knownLength: Int64?
     var retryPolicy = RetryPolicy.default

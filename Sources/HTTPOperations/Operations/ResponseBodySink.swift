@@ -33,9 +33,11 @@ final class ResponseBodySink {
     ///   - writerQueue: The serial queue that writes a file or stream; asked for only then.
     ///   - roomAvailable: Called on the writer queue when a write made room after
     ///     ``admit(_:)`` said wait.
+    ///   - failed: Called on the writer queue, once, when writing the file or stream failed.
     /// - Throws: `URLError(.cannotCreateFile)` or `.cannotOpenFile` when the file cannot be opened.
     init(destination: URL?, stream: BodyWriter.Target?, continuing: Bool, followsSymbolicLinks: Bool = false,
-         writerQueue: () -> DispatchQueue, roomAvailable: @escaping @Sendable () -> Void) throws {
+         writerQueue: () -> DispatchQueue, roomAvailable: @escaping @Sendable () -> Void,
+         failed: @escaping @Sendable (URLError) -> Void = { _ in }) throws {
         if let destination {
             let handle = try Self.openFile(destination, followsSymbolicLinks: followsSymbolicLinks)
             let size = Int64((try? handle.seekToEnd()) ?? 0)
@@ -44,10 +46,11 @@ final class ResponseBodySink {
             // truncate" and flushes the whole new file from close(2) (37-42 ms for 100 MiB).
             heldBytes = continuing ? size : 0
             let writer = BodyWriter(target: .file(handle, destination), queue: writerQueue(),
-                                    emptyFirst: !continuing && size > 0, roomAvailable: roomAvailable)
+                                    emptyFirst: !continuing && size > 0, alreadyWritten: heldBytes,
+                                    roomAvailable: roomAvailable, failed: failed)
             storage = .file(writer, destination)
         } else if let stream {
-            storage = .stream(BodyWriter(target: stream, queue: writerQueue(), roomAvailable: roomAvailable))
+            storage = .stream(BodyWriter(target: stream, queue: writerQueue(), roomAvailable: roomAvailable, failed: failed))
         } else {
             storage = .memory
         }
@@ -136,10 +139,18 @@ final class ResponseBodySink {
         heldBytes += Int64(bytes.count)
     }
 
-    /// Sends the bytes taken so far on to the writer, so that jobs queued after (resume data
-    /// beside the file) come after them.
-    func flush() {
-        writer?.handOver()
+    /// The first write to the file or stream that failed, if any.
+    var writeError: URLError? {
+        writer?.error
+    }
+
+    /// Runs `job` on the writer queue after every byte taken so far is written (or failed)
+    /// and every emptying asked for has happened (or not): with what the file really holds.
+    /// Only for a file or stream.
+    func afterWrites(_ job: @escaping @Sendable (BodyWriter.Written) -> Void) {
+        guard let writer else { return }
+        writer.handOver()
+        writer.afterWrites(job)
     }
 
     /// Drops everything held, to take the body again from byte 0.

@@ -29,6 +29,12 @@ public struct ResumeData: Codable, Sendable, Equatable {
     public var expectedLength: Int64?
     /// The file the body is written to.
     public var destination: URL?
+    /// The `ETag` (strong or weak) the server sent with the version whose bytes are held; nil
+    /// when it sent none. Compared with every 206's, whichever validator `If-Range` carried.
+    /// Absent from resume data saved before this field existed: then the validator's.
+    public var entityTag: String?
+    /// The `Last-Modified` date the server sent with that version; compared likewise.
+    public var lastModified: String?
 
     /// Header fields never written to resume data.
     static let excludedHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization", "range", "if-range"]
@@ -45,6 +51,11 @@ public struct ResumeData: Codable, Sendable, Equatable {
         self.offset = offset
         self.expectedLength = expectedLength
         self.destination = destination
+        switch validator {
+        case .entityTag(let tag)?: self.entityTag = tag
+        case .lastModified(let date)?: self.lastModified = date
+        case nil: break
+        }
     }
 
     /// Reads resume data saved by ``encoded()``.
@@ -81,6 +92,25 @@ public struct ResumeData: Codable, Sendable, Equatable {
         components.user = nil
         components.password = nil
         return components.url ?? url
+    }
+
+    /// Whether this resume data may continue a download of `url`: the same URL (user
+    /// information aside); or, for a pre-signed URL whose query changes each time it is made,
+    /// the same scheme, host, port and path when the bytes held are named by a strong ETag and
+    /// a known length, which `If-Range` and every 206 are checked against. Without them the
+    /// query may name another resource, which nothing could tell apart.
+    public func continues(_ url: URL) -> Bool {
+        let requested = Self.withoutUserInfo(url)
+        if requested == self.url { return true }
+        guard case .entityTag? = validator, expectedLength != nil,
+              var saved = URLComponents(url: self.url, resolvingAgainstBaseURL: false),
+              var asked = URLComponents(url: requested, resolvingAgainstBaseURL: false) else { return false }
+        saved.query = nil
+        asked.query = nil
+        saved.fragment = nil
+        asked.fragment = nil
+        return saved.scheme?.lowercased() == asked.scheme?.lowercased() && saved.host?.lowercased() == asked.host?.lowercased()
+            && saved.port == asked.port && saved.percentEncodedPath == asked.percentEncodedPath
     }
 
     /// Where resume data for a download to `file` is kept: beside it, as

@@ -24,6 +24,12 @@ extension TransferStateMachine {
         /// Whether the sink can drop what it holds and take the body from byte 0 (memory and
         /// files can; a caller's stream cannot).
         var canRestart = true
+        /// The caller's request carries its own `Range`: its answer (a 206 included) is the
+        /// body as it comes, and the machine adds no range of its own.
+        var sendsOwnRange = false
+        /// Whether a response body is expected at all (not for HEAD): only then must the bytes
+        /// held reach the announced length.
+        var expectsBody = true
     }
 
     /// Where the transfer is.
@@ -132,7 +138,8 @@ extension TransferStateMachine {
         /// The response whose body was held aside is the result (a refused or unfollowable
         /// redirect, an unanswered challenge, an error answer to a range). `intoSink`: its
         /// body becomes the body (nothing else is held); else it is reported apart from the
-        /// bytes held, which stay as they are.
+        /// bytes held, which stay as they are, with their resume data: the download is not
+        /// complete.
         case responseHeldAside(intoSink: Bool)
         /// It failed.
         case failure(Failure)
@@ -140,8 +147,14 @@ extension TransferStateMachine {
 
     /// One transfer's facts.
     struct Attempt: Equatable {
-        /// The offset its `Range` asked for; nil for the whole resource.
+        /// The offset the `Range` it *sent* asked for; nil when it sent none. Never changes
+        /// during the attempt: a 206 is only ever read against what was sent.
+        let sentFrom: Int64?
+        /// The offset its answer is expected to continue from: `sentFrom`, until an answer
+        /// restarts the body from byte 0 (then nil).
         var rangeFrom: Int64?
+        /// Bytes of this attempt that went to the sink.
+        var appended: Int64 = 0
         /// Where the current response's body goes. `.sink` until a head says otherwise, so
         /// schemes without heads (file:) write to the sink.
         var route = BodyRoute.sink
@@ -162,6 +175,11 @@ extension TransferStateMachine {
         /// Its answer is to be sent again, after at least this many seconds (`Retry-After`,
         /// 0 when the server named none).
         var retryAfter: TimeInterval?
+
+        init(sentFrom: Int64? = nil) {
+            self.sentFrom = sentFrom
+            self.rangeFrom = sentFrom
+        }
     }
 
     /// What ``pause()`` decided.
@@ -224,6 +242,9 @@ extension TransferStateMachine {
         case report(Outcome)
         /// The connection dropped: send again after this delay (``retryTimerFired()``).
         case scheduleRetry(after: TimeInterval)
+        /// The answer ended short of the complete length (a capped 206) after adding bytes:
+        /// ask for the rest now.
+        case send(Send)
         /// Follow the redirect held aside (ask the redirect block, if any; then
         /// ``decided(proceed:)``).
         case redirect

@@ -28,8 +28,13 @@ struct TransferStateMachine {
     private(set) var phase = Phase.idle
     /// Bytes held in the sink: what a `Range` continues from.
     private(set) var held: Int64 = 0
-    /// The version of the resource whose bytes are held.
+    /// The version of the resource whose bytes are held, as sent in `If-Range`.
     private(set) var validator: ResumeValidator?
+    /// Every validator the server named for that version (the ETag, strong or weak, and the
+    /// Last-Modified date): each is compared with a 206's, whichever `If-Range` carried, so a
+    /// server that ignores `If-Range` cannot splice another version.
+    private(set) var entityTag: String?
+    private(set) var lastModified: String?
     /// Its complete length, when known.
     private(set) var knownLength: Int64?
     /// The length progress reports expect: the complete length, or -1 when unknown.
@@ -53,10 +58,20 @@ struct TransferStateMachine {
 
     /// - Parameters:
     ///   - validator: The validator of the bytes already held (from resume data).
+    ///   - entityTag, lastModified: Every validator saved with them; when nil, the one
+    ///     `validator` names.
     ///   - knownLength: Their resource's complete length (from resume data).
-    init(configuration: Configuration, validator: ResumeValidator? = nil, knownLength: Int64? = nil) {
+    init(configuration: Configuration, validator: ResumeValidator? = nil, entityTag: String? = nil,
+         lastModified: String? = nil, knownLength: Int64? = nil) {
         self.configuration = configuration
         self.validator = validator
+        switch validator {
+        case .entityTag(let tag)?: self.entityTag = entityTag ?? tag
+        case .lastModified(let date)?: self.lastModified = lastModified ?? date
+        case nil: break
+        }
+        self.entityTag = self.entityTag ?? entityTag
+        self.lastModified = self.lastModified ?? lastModified
         self.knownLength = knownLength
         self.expectedLength = knownLength ?? -1
     }
@@ -137,11 +152,12 @@ struct TransferStateMachine {
 
     // MARK: - Sending
 
-    /// Starts a transfer for the current request, asking for the bytes after those held.
+    /// Starts a transfer for the current request, asking for the bytes after those held
+    /// (unless the caller's request names its own range).
     private mutating func send(_ reason: SendReason) -> Send {
         phase = .transferring
-        let from = held > 0 ? held : nil
-        attempt = Attempt(rangeFrom: from)
+        let from = held > 0 && !configuration.sendsOwnRange ? held : nil
+        attempt = Attempt(sentFrom: from)
         return Send(rangeFrom: from, validator: from == nil ? nil : validator, reason: reason)
     }
 
@@ -261,7 +277,12 @@ struct TransferStateMachine {
         switch ResumePolicy.decide(status: head.statusCode, contentRange: head.value(of: "Content-Range"),
                                    held: from, knownLength: knownLength) {
         case .append(let completeLength):
-            if case .entityTag(let expected)? = validator, let received = head.value(of: "ETag"), received != expected {
+            // Both validators, whichever If-Range carried: a server that ignores If-Range
+            // answers with the new version's, and its bytes must not be appended.
+            if let expected = entityTag, let received = head.value(of: "ETag"), received != expected {
+                return abort(.resume(.validatorChanged(expected: expected, received: received)))
+            }
+            if let expected = lastModified, let received = head.value(of: "Last-Modified"), received != expected {
                 return abort(.resume(.validatorChanged(expected: expected, received: received)))
             }
             knownLength = completeLength ?? knownLength
@@ -298,18 +319,35 @@ struct TransferStateMachine {
         }
     }
 
-    /// An answer to a request for the whole resource.
+    /// An answer to a request for the whole resource (or for the caller's own range).
     private mutating func readWholeAnswer(_ head: ResponseHead) -> HeadAction {
         if mayBeReplaced(head) {
             attempt.route = .aside
             return .holdAside
+        }
+        // Part of a resource where none was asked for (a proxy's or a cache's answer to
+        // another request): there is no offset to put it at.
+        if head.statusCode == 206, !configuration.sendsOwnRange {
+            return abort(.resume(.unrequestedPartialContent))
+        }
+        // The caller's own range asked again (after a pause or a drop): its answer starts the
+        // body again, so what is held goes first.
+        var restart = false
+        if held > 0 {
+            guard configuration.canRestart else { return abort(.resume(.cannotRestartOutputStream)) }
+            metrics.restartsFromZero += 1
+            metrics.bytesRefetched += held
+            held = 0
+            restart = true
         }
         attempt.route = .sink
         let length = head.decodedContentLength
         var newIdentity = false
         if head.statusCode == 200 {
             // A 200 names the version and length of what will now be held.
-            validator = ResumeValidator(etag: head.value(of: "ETag"), lastModified: head.value(of: "Last-Modified"))
+            let (etag, date) = (head.value(of: "ETag"), head.value(of: "Last-Modified"))
+            validator = ResumeValidator(etag: etag, lastModified: date)
+            (entityTag, lastModified) = (etag, date)
             knownLength = length
             newIdentity = true
         }
@@ -317,7 +355,7 @@ struct TransferStateMachine {
         if let limit = configuration.maximumBodySize, let length, length > limit {
             return abort(.bodyTooLarge(limit: limit))
         }
-        return .deliver(restartFromZero: false, newIdentity: newIdentity)
+        return .deliver(restartFromZero: restart, newIdentity: newIdentity)
     }
 
     /// Whether a redirect or an authentication round may replace this response, so its body
@@ -362,6 +400,7 @@ struct TransferStateMachine {
             switch admission() {
             case .accepted:
                 held += count
+                attempt.appended += count
                 return .append
             case .wait:
                 attempt.waitingForWriter = true
@@ -371,6 +410,14 @@ struct TransferStateMachine {
                 return .abort
             }
         }
+    }
+
+    /// Writing the body to its file or stream failed (the writer says so as soon as it
+    /// happens, whatever the machine is doing): nothing more can be written, so the download
+    /// ends with that failure. Nil when the outcome was already given.
+    mutating func writerFailed(_ error: URLError) -> Outcome? {
+        guard phase != .finished else { return nil }
+        return conclude(.failure(.write(error)))
     }
 
     /// The writer made room. True when the transfer that waited for it should go on.
@@ -410,7 +457,7 @@ struct TransferStateMachine {
             return .report(conclude(heldAsideOutcome))
         }
         guard attempt.route == .aside, let status = attempt.status else {
-            return .report(conclude(.success))
+            return completeOrContinue()
         }
         if RedirectPolicy.redirectStatusCodes.contains(status), attempt.hasLocation, configuration.maximumRedirects > 0 {
             redirects += 1
@@ -428,6 +475,34 @@ struct TransferStateMachine {
             return .challenge(previousFailureCount: challenges - 1 + (attempt.sentCredential ? 1 : 0))
         }
         return .report(conclude(heldAsideOutcome))
+    }
+
+    /// A body ended well: a success only when the bytes held are the complete length, when it
+    /// is known. Short of it (a 206 capped by the server), the rest is asked for at once when
+    /// the answer added bytes (so this ends), and after a retry's wait when it did not; when
+    /// the policy allows no more, it fails with the bytes held and their resume data kept.
+    private mutating func completeOrContinue() -> CompletionAction {
+        guard let length = knownLength, configuration.expectsBody, !configuration.sendsOwnRange, held != length,
+              attempt.status == 200 || attempt.status == 206 else {
+            return .report(conclude(.success))
+        }
+        guard held < length else {
+            // More than the complete length: curl enforces Content-Length, so only a server
+            // that contradicts itself gets here. Never a success.
+            return .report(conclude(.failure(.resume(.lengthChanged(expected: length, received: held)))))
+        }
+        let policy = configuration.retryPolicy
+        guard configuration.isIdempotent, policy.maximumRetries > 0 else {
+            return .report(conclude(.failure(.resume(.incomplete(held: held, length: length)))))
+        }
+        if attempt.appended > 0 {
+            countResume(automatic: true)
+            return .send(send(.resume))
+        }
+        guard retries < policy.maximumRetries, let delay = nextRetryDelay(askedFor: nil) else {
+            return .report(conclude(.failure(.resume(.incomplete(held: held, length: length)))))
+        }
+        return scheduleRetry(after: delay)
     }
 
     private mutating func scheduleRetry(after delay: TimeInterval) -> CompletionAction {

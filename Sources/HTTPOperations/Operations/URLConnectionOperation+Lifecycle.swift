@@ -43,8 +43,13 @@ extension URLConnectionOperation {
         connection.logger.debug("request started")
         let queued = NetworkThread.shared.perform {
             // A pause or cancel that came while the connection was being made is not lost:
-            // the network thread runs these in order.
-            if paused || !pauseCompletions.isEmpty { connection.pause(whenPaused: pauseCompletions) }
+            // the network thread runs these in order. A pause that a resume undid meanwhile
+            // pauses nothing (the operation is executing): its completions just run.
+            if paused {
+                connection.pause(whenPaused: pauseCompletions)
+            } else {
+                connection.callBack(pauseCompletions)
+            }
             if cancelled { connection.cancel() }
             connection.begin()
         }
@@ -125,6 +130,13 @@ extension URLConnectionOperation {
         }
     }
 
+    /// The network thread found the outcome given before a pause reached it: the operation,
+    /// paused a moment ago, is executing again until its outcome is reported (so that
+    /// ``isPaused`` is false when the pause's completion runs).
+    func pauseDidNotTakeEffect() {
+        transition(from: .paused, to: .executing)
+    }
+
     /// Runs `observer` once the operation's outcome is known: after ``processResponse()`` (and
     /// so after the success or failure block), before the operation is marked finished, on
     /// the completion queue. Operations that depend on this one start after it. Added after
@@ -144,6 +156,8 @@ extension URLConnectionOperation {
     /// the last progress, processResponse(), then the finished state, then the notification.
     ///
     /// - Parameters:
+    ///   - complete: Whether the resource is complete, so its resume data is done with; nil
+    ///     means "when there is no error".
     ///   - timings, retries, resumes: What the transfers measured, for the timings, the
     ///     metrics and the span.
     ///   - callbackQueue: The queue the operation's other callbacks went through (serial when
@@ -154,7 +168,8 @@ extension URLConnectionOperation {
     ///     was cancelled meanwhile.
     ///   - handoff: On the network thread, the hand-off that batches the outcomes of one pass
     ///     into one wake-up; nil dispatches now.
-    func conclude(response: URLResponse?, data: Data?, error: (any Error)?, timings: TransferTimings? = nil,
+    func conclude(response: URLResponse?, data: Data?, error: (any Error)?, complete: Bool? = nil,
+                  timings: TransferTimings? = nil,
                   retries: Int = 0, resumes: Int = 0,
                   log: (Logger, Logger.Metadata)? = nil, on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
                   completion: (@Sendable (Data?) -> (any Error)?)? = nil,
@@ -169,7 +184,7 @@ extension URLConnectionOperation {
             state.responseData = data
             state.timings = timings
             // Complete: there is nothing left to resume (in this lock, not one more).
-            if error == nil { state.resumeData = nil }
+            if complete ?? (error == nil) { state.resumeData = nil }
             // A cancel that won the lock before this point turns any outcome into a
             // cancellation: a cancelled operation never reports success.
             state.error = state.cancelRequested ? cancellationError() : error

@@ -22,6 +22,8 @@ extension URLConnectionOperation {
             state.settings.download.destination = resumeData.destination ?? state.settings.download.destination
             state.settings.download.continuing = true
             state.settings.download.validator = resumeData.validator
+            state.settings.download.entityTag = resumeData.entityTag
+            state.settings.download.lastModified = resumeData.lastModified
             state.settings.download.knownLength = resumeData.expectedLength
         }
     }
@@ -32,9 +34,11 @@ extension HTTPRequestOperation {
     /// holds when resume data for it was saved beside it (by a paused, failed or killed
     /// download), or starting afresh otherwise.
     ///
-    /// Saved resume data for a different URL, or naming another destination file, is ignored,
-    /// and the download starts afresh. The
-    /// request is used as given, so credentials and other header fields are sent again.
+    /// Resume data names the URL first asked for (before any redirect), so a download that was
+    /// redirected continues; one saved for a different resource (see
+    /// ``ResumeData/continues(_:)``, which lets a pre-signed URL's query change), or naming
+    /// another destination file, is ignored, and the download starts afresh. The request is
+    /// used as given, so credentials and other header fields are sent again.
     ///
     /// - Parameters:
     ///   - request: The request for the resource.
@@ -47,7 +51,7 @@ extension HTTPRequestOperation {
         // Saved resume data for another resource, or naming another file, is not followed:
         // a sidecar must never send a download somewhere the caller did not ask.
         guard let saved = try? Data(contentsOf: sidecar), let resumeData = try? ResumeData(from: saved),
-              resumeData.url == request.url.map(ResumeData.withoutUserInfo),
+              let url = request.url, resumeData.continues(url),
               resumeData.destination.map({ $0.standardizedFileURL.path == file.standardizedFileURL.path }) ?? true,
               FileManager.default.fileExists(atPath: file.path) else {
             return (operation, nil)

@@ -25,9 +25,6 @@ extension CurlTransfer {
         if let credential = request.proxyCredential {
             setProxyCredential(user: credential.user, password: credential.password)
         }
-        // The proxy's answer to CONNECT is not the origin's response: keep it from the head
-        // parser, which would take its "200 Connection established" for the final head.
-        setLong(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         if let path = route.unixSocketPath {
             setString(CURLOPT_UNIX_SOCKET_PATH, path)
         }

@@ -194,6 +194,11 @@ final class CurlTransfer {
         setLong(CURLOPT_FOLLOWLOCATION, 0)
         setLong(CURLOPT_TCP_KEEPALIVE, 1)
         setLong(CURLOPT_LOW_SPEED_LIMIT, 1)
+        // A proxy's answer to CONNECT is not the origin's response: keep it from the head
+        // parser on every route, the default one included (curl reads https_proxy and
+        // all_proxy from the environment itself). Its "200 Connection established" was taken
+        // for the answer to a resume: the file was emptied and the real 206 written at 0.
+        setLong(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         // http and https only, unless an operation allows more (`configureSecurity`).
         setString(CURLOPT_PROTOCOLS_STR, "http,https")
         setString(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")

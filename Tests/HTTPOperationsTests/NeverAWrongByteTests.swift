@@ -1,0 +1,331 @@
+import Foundation
+@testable import HTTPOperations
+import HTTPTestServer
+import Synchronization
+import Testing
+
+extension AllTests {
+    /// The defects of issue 24, each against a real server: a download is every byte of one
+    /// version, or a typed error whose resume state can still be trusted. Each test failed
+    /// before its fix (the closing note of the issue says how).
+    @Suite struct NeverAWrongByte {
+        static let size = 100_000
+        static let etag = #""v0-100000""#
+
+        /// The first `count` bytes of version 0 in a new file, with the resume data a paused
+        /// download would have saved beside it.
+        private func partialDownload(count: Int, url: URL, validator: ResumeValidator? = .entityTag(etag)) throws -> URL {
+            let file = temporaryFile()
+            try ResumableOptions.content(version: 0, count: count).write(to: file)
+            let saved = ResumeData(url: url, validator: validator, offset: Int64(count), expectedLength: Int64(Self.size),
+                                   destination: file)
+            try saved.encoded().write(to: ResumeData.sidecarURL(for: file))
+            return file
+        }
+
+        private func savedResumeData(beside file: URL) -> ResumeData? {
+            (try? Data(contentsOf: ResumeData.sidecarURL(for: file))).flatMap { try? ResumeData(from: $0) }
+        }
+
+        private func resumed(_ file: URL, url: URL, retries: RetryPolicy = RetryPolicy(maximumRetries: 3, initialDelay: 0.01))
+            -> HTTPRequestOperation {
+            let (op, resumingFrom) = HTTPRequestOperation.download(URLRequest(url: url), to: file)
+            #expect(resumingFrom != nil, "the sidecar must be followed")
+            op.retryPolicy = retries
+            return op
+        }
+
+        // MARK: - Short answers
+
+        /// `Content-Range: bytes 40000-49999/100000` to `bytes=40000-`: the rest is asked for
+        /// until every byte is held (before: "success" with 50,000 of 100,000 bytes).
+        @Test func aCappedPartialAnswerIsContinuedToTheEnd() async throws {
+            var options = ResumableOptions()
+            options.rangeCap = 10_000
+            let url = testServer.url(.resumable(size: Self.size, options: options))
+            let file = try partialDownload(count: 40_000, url: url)
+            defer { removeDownload(file) }
+            let op = resumed(file, url: url)
+            let outcome = try await run(op)
+            #expect(outcome.error == nil, "\(outcome.error.map { "\($0)" } ?? "")")
+            let body = try Data(contentsOf: file)
+            #expect(body.count == Self.size)
+            #expect(body == ResumableOptions.content(version: 0, count: Self.size))
+            #expect(testServer.requestCount(forResumableKey: options.key) == 6)
+            #expect(savedResumeData(beside: file) == nil)
+        }
+
+        /// With no further request allowed, a capped answer is a typed failure that keeps
+        /// the bytes held and names them in its resume data.
+        @Test func aCappedPartialAnswerWithNoRetriesFailsAndKeepsItsResumeData() async throws {
+            var options = ResumableOptions()
+            options.rangeCap = 10_000
+            let url = testServer.url(.resumable(size: Self.size, options: options))
+            let file = try partialDownload(count: 40_000, url: url)
+            defer { removeDownload(file) }
+            let op = resumed(file, url: url, retries: .none)
+            let outcome = try await run(op)
+            let error = try #require(outcome.error as? ResumeError, "\(String(describing: outcome.error))")
+            #expect(error.reason == .incomplete(held: 50_000, length: Int64(Self.size)))
+            #expect(try Data(contentsOf: file) == ResumableOptions.content(version: 0, count: 50_000))
+            let saved = try #require(savedResumeData(beside: file))
+            #expect(saved.offset == 50_000)
+            #expect(saved.validator == .entityTag(Self.etag))
+            #expect(op.resumeData?.offset == 50_000)
+        }
+
+        // MARK: - Error answers to a resume
+
+        /// A 500 to the range: the real status is the error (not an integrity error on the
+        /// partial file), and the sidecar and `resumeData` stay, so the next run continues.
+        @Test func anErrorAnswerToAResumeKeepsTheResumeStateAndItsStatus() async throws {
+            var options = ResumableOptions()
+            options.rangeStatus = 500
+            let url = testServer.url(.resumable(size: Self.size, options: options))
+            let file = try partialDownload(count: 40_000, url: url)
+            defer { removeDownload(file) }
+            let op = resumed(file, url: url, retries: .none)
+            op.expectedSHA256 = sha256(ResumableOptions.content(version: 0, count: Self.size))
+            let outcome = try await run(op)
+            #expect((outcome.error as? ResponseValidationError)?.statusCode == 500, "\(String(describing: outcome.error))")
+            #expect(try Data(contentsOf: file) == ResumableOptions.content(version: 0, count: 40_000))
+            #expect(savedResumeData(beside: file)?.offset == 40_000)
+            #expect(op.resumeData?.offset == 40_000)
+            #expect(HTTPRequestOperation.download(URLRequest(url: url), to: file).resumingFrom != nil)
+        }
+
+        // MARK: - Both validators
+
+        /// Only a Last-Modified names the version; the server ignores If-Range and answers a
+        /// 206 of the next version (same length): refused, the file left as it was (before:
+        /// spliced and called a success).
+        @Test func aServerIgnoringIfRangeCannotSpliceAVersionNamedByItsDate() async throws {
+            var options = ResumableOptions()
+            options.etag = .none
+            options.lastModified = true
+            options.changeEachRequest = true
+            options.ignoreIfRange = true
+            let url = testServer.url(.resumable(size: Self.size, options: options))
+            // Version 0's date, as a first download saw it; the server is at version 1 next.
+            #expect(try await run(HTTPRequestOperation(request: URLRequest(url: url))).error == nil)
+            let file = try partialDownload(count: 40_000, url: url, validator: .lastModified("Sat, 21 Nov 2026 10:00:00 GMT"))
+            defer { removeDownload(file) }
+            let op = resumed(file, url: url, retries: .none)
+            let outcome = try await run(op)
+            #expect((outcome.error as? ResumeError)?.code == .validatorChanged, "\(String(describing: outcome.error))")
+            #expect(try Data(contentsOf: file) == ResumableOptions.content(version: 0, count: 40_000))
+        }
+
+        // MARK: - The caller's own range
+
+        /// `Range: bytes=0-99` is the caller's: sent, and its 206 is the answer (before: the
+        /// header was removed and the whole resource came).
+        @Test(arguments: [false, true])
+        func theCallersOwnRangeIsSentAndItsAnswerIsTheBody(toFile: Bool) async throws {
+            let options = ResumableOptions()
+            var request = URLRequest(url: testServer.url(.resumable(size: Self.size, options: options)))
+            request.setValue("bytes=100-199", forHTTPHeaderField: "Range")
+            let op = HTTPRequestOperation(request: request)
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            if toFile { op.destinationURL = file }
+            let outcome = try await run(op)
+            #expect(outcome.error == nil, "\(String(describing: outcome.error))")
+            #expect(op.response?.statusCode == 206)
+            let body = toFile ? try Data(contentsOf: file) : try #require(outcome.data)
+            #expect(body == ResumableOptions.content(version: 0, offset: 100, count: 100))
+        }
+
+        // MARK: - Where resume data leads
+
+        /// A download behind a redirect, dropped midway: its sidecar names the URL asked for,
+        /// so the same call continues it (before: it named the redirect's target, and the next
+        /// run emptied the file and started at 0).
+        @Test func aRedirectedDownloadContinuesFromItsSidecar() async throws {
+            var options = ResumableOptions()
+            options.dropAfter = 30_000
+            let target = testServer.url(.resumable(size: Self.size, options: options))
+            let url = testServer.url(.redirectTo(target.absoluteString, status: 302))
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            let first = HTTPRequestOperation.download(URLRequest(url: url), to: file).operation
+            first.retryPolicy = .none
+            #expect(try await run(first).error != nil)
+            #expect(savedResumeData(beside: file)?.url == url)
+            let op = resumed(file, url: url)
+            #expect(try await run(op).error == nil)
+            #expect(try Data(contentsOf: file) == ResumableOptions.content(version: 0, count: Self.size))
+            #expect(op.downloadMetrics.resumes == 1)
+            #expect(op.downloadMetrics.restartsFromZero == 0)
+        }
+
+        /// A pre-signed URL whose signature changed between runs continues (strong ETag and
+        /// known length: If-Range and every 206 are checked against them).
+        @Test func aPreSignedURLWhoseQueryChangedContinues() async throws {
+            var options = ResumableOptions()
+            options.dropAfter = 30_000
+            let base = testServer.url(.resumable(size: Self.size, options: options)).absoluteString
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            let first = HTTPRequestOperation.download(URLRequest(url: URL(string: base + "&signature=first")!), to: file).operation
+            first.retryPolicy = .none
+            #expect(try await run(first).error != nil)
+            let op = resumed(file, url: URL(string: base + "&signature=second")!)
+            #expect(try await run(op).error == nil)
+            #expect(try Data(contentsOf: file) == ResumableOptions.content(version: 0, count: Self.size))
+            #expect(op.downloadMetrics.restartsFromZero == 0)
+        }
+
+        /// Without a strong ETag another query may be another resource: not followed.
+        @Test func aChangedQueryWithoutAStrongValidatorIsNotFollowed() throws {
+            let url = URL(string: "http://a.test/file?id=1")!
+            let saved = ResumeData(url: url, validator: .lastModified("Sat, 21 Nov 2026 10:00:00 GMT"), offset: 10,
+                                   expectedLength: 100, destination: nil)
+            #expect(!saved.continues(URL(string: "http://a.test/file?id=2")!))
+            #expect(saved.continues(url))
+            let tagged = ResumeData(url: url, validator: .entityTag(Self.etag), offset: 10, expectedLength: 100, destination: nil)
+            #expect(tagged.continues(URL(string: "http://a.test/file?id=2")!))
+            #expect(!tagged.continues(URL(string: "http://a.test/other?id=1")!))
+        }
+
+        /// Resume data as the previous release wrote it (no entityTag/lastModified fields)
+        /// is still read and followed.
+        @Test func resumeDataFromThePreviousReleaseStillContinues() async throws {
+            let options = ResumableOptions()
+            let url = testServer.url(.resumable(size: Self.size, options: options))
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            try ResumableOptions.content(version: 0, count: 40_000).write(to: file)
+            let old = """
+            {"destination":"\(file.absoluteString)","expectedLength":100000,"headers":{},"method":"GET","offset":40000,\
+            "url":"\(url.absoluteString)","validator":{"entityTag":"\\"v0-100000\\""},"version":1}
+            """
+            try Data(old.utf8).write(to: ResumeData.sidecarURL(for: file))
+            let op = resumed(file, url: url)
+            #expect(try await run(op).error == nil)
+            #expect(try Data(contentsOf: file) == ResumableOptions.content(version: 0, count: Self.size))
+            #expect(op.downloadMetrics.restartsFromZero == 0)
+        }
+
+        // MARK: - Pause and the outcome
+
+        /// An operation that pauses and resumes itself while its request is prepared, before
+        /// its transfer exists (before: it hung for good, paused by the pending completion).
+        final class PausesWhilePreparing: HTTPRequestOperation, @unchecked Sendable {
+            let paused = TestSignal("pause completion")
+
+            override func prepareRequest() throws -> URLRequest? {
+                pause { self.paused.fire() }
+                resume()
+                return nil
+            }
+        }
+
+        @Test func pauseThenResumeBeforeTheTransferExistsFinishes() async throws {
+            let op = PausesWhilePreparing(request: URLRequest(url: testServer.url(.resumable(size: Self.size, options: ResumableOptions()))))
+            let outcome = try await run(op, timeout: .seconds(10))
+            #expect(outcome.error == nil)
+            try await op.paused.wait(timeout: .seconds(5))
+            #expect(outcome.data?.count == Self.size)
+        }
+
+        /// A stream whose close takes a while: the window between the outcome and its report.
+        final class SlowClosingStream: OutputStream, @unchecked Sendable {
+            let received = Mutex(0)
+            override func open() {}
+            override func write(_ buffer: UnsafePointer<UInt8>, maxLength len: Int) -> Int {
+                received.withLock { $0 += len }
+                return len
+            }
+            override func close() { Thread.sleep(forTimeInterval: 0.6) }
+            override var hasSpaceAvailable: Bool { true }
+        }
+
+        /// A pause (or cancel) that comes after the outcome, while the body's writes are
+        /// closing, does not take effect: the operation is not paused when the pause's
+        /// completion runs, and its success stands (before: it said paused, and shutdown
+        /// cancelled a finished download).
+        @Test(arguments: ["pause", "cancel"])
+        func aPauseOrCancelAfterTheOutcomeDoesNotTakeEffect(_ action: String) async throws {
+            let op = HTTPRequestOperation(request: URLRequest(url: testServer.url(.resumable(size: Self.size, options: ResumableOptions()))))
+            let stream = SlowClosingStream(toMemory: ())
+            op.outputStream = stream
+            let allReceived = TestSignal("every byte received")
+            op.setDownloadProgressBlock { _, total, _ in
+                if total == Int64(Self.size) { allReceived.fire() }
+            }
+            let recorder = OutcomeRecorder()
+            recorder.watch(op)
+            OperationQueue().addOperation(op)
+            try await allReceived.wait(timeout: .seconds(10))
+            // The machine has its outcome; the writer is closing the stream for 0.6 s.
+            try await Task.sleep(for: .milliseconds(150))
+            let pausedThen = Mutex<Bool?>(nil)
+            let answered = TestSignal("pause completion")
+            if action == "pause" {
+                op.pause {
+                    pausedThen.withLock { $0 = op.isPaused }
+                    answered.fire()
+                }
+                try await answered.wait(timeout: .seconds(5))
+                #expect(pausedThen.withLock { $0 } == false)
+            } else {
+                op.cancel()
+            }
+            try await recorder.done.wait(timeout: .seconds(10))
+            #expect(recorder.outcome(of: op)?.error == nil, "\(String(describing: recorder.outcome(of: op)?.error))")
+            #expect(!op.isCancelled)
+            #expect(stream.received.withLock { $0 } == Self.size)
+        }
+    }
+}
+
+extension AllTests {
+    /// The default route reads `https_proxy` from the environment (curl does): a resumed
+    /// download through tinyproxy's CONNECT tunnel to nginx, as `httpop` users run it.
+    @Suite(.enabled(if: ((ProxyServers.tinyproxyInstalled && ExternalServers.nginxPath != nil) || ExternalServers.required)
+                    && builtHTTPOp != nil, "tinyproxy, nginx or httpop missing"))
+    struct NeverAWrongByteThroughAProxy {
+        /// Before: the proxy's "200 Connection established" was read as the origin's answer
+        /// to the range ("Range ignored", the file emptied) and the real 206 written at 0:
+        /// "saved", exit 0, the tail only.
+        @Test func aResumedDownloadThroughTheEnvironmentsProxyIsByteExact() async throws {
+            let nginx = ExternalServers.nginx
+            let url = URL(string: nginx.tlsBaseURL + "/5m.bin")!
+            // The whole file and its validator, fetched directly.
+            let direct = HTTPRequestOperation(request: URLRequest(url: url))
+            direct.securityPolicy = try SecurityPolicy(trustedCertificateAuthorities: TLSCertificate.certificates(
+                contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile)))
+            direct.route = NetworkRoute(proxy: .direct)
+            #expect(try await run(direct).error == nil)
+            let whole = try #require(direct.responseData)
+            let etag = try #require(direct.response?.value(forHTTPHeaderField: "ETag"))
+            // A download stopped after 600,000 bytes, as Ctrl-C leaves it.
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            try whole.prefix(600_000).write(to: file)
+            let saved = ResumeData(url: url, validator: .entityTag(etag), offset: 600_000,
+                                   expectedLength: Int64(whole.count), destination: file)
+            try saved.encoded().write(to: ResumeData.sidecarURL(for: file))
+
+            let process = Process()
+            process.executableURL = builtHTTPOp
+            process.arguments = ["download", url.absoluteString, "-o", file.path, "--cacert", nginx.certificateAuthorityFile]
+            var environment = ProcessInfo.processInfo.environment
+            for name in ["no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY", "HTTPS_PROXY"] { environment[name] = nil }
+            environment["https_proxy"] = ProxyServers.openHTTP.url.absoluteString
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let exited = TestSignal("httpop exits")
+            process.terminationHandler = { _ in exited.fire() }
+            if process.isRunning { try await exited.wait(timeout: .seconds(30)) }
+            #expect(process.terminationStatus == 0)
+            let body = try Data(contentsOf: file)
+            #expect(body.count == whole.count)
+            #expect(body == whole)
+            #expect(ProxyServers.openHTTP.log.contains("CONNECT localhost:\(nginx.tlsPort)"))
+        }
+    }
+}
