@@ -103,8 +103,11 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         let outputStream: BodyWriter.Target? = configuration.bodyChannel.map { .consumer($0) }
             ?? configuration.outputStream.value.map { .stream($0) }
         let first = Result { try inputs.transferRequest(for: request) }
-        // The first transfer holds the method upper-cased already.
-        let method = (try? first.get())?.method ?? (request.httpMethod ?? "GET").uppercased()
+        // The first transfer holds the method upper-cased already, and the header fields as
+        // a list (cheaper to scan than the request's dictionary).
+        let prepared = try? first.get()
+        let method = prepared?.method ?? (request.httpMethod ?? "GET").uppercased()
+        let sendsOwnRange = prepared?.headers.contains { fieldNamesMatch($0.name, "Range") } ?? false
         self.machine = TransferStateMachine(
             configuration: .init(maximumRedirects: configuration.maximumRedirects,
                                  answersChallenges: configuration.challengeBlock != nil,
@@ -113,7 +116,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                  maximumBodySize: configuration.download.destination == nil && outputStream == nil
                                      ? configuration.download.maximumBodySize : nil,
                                  canRestart: configuration.download.destination != nil || outputStream == nil,
-                                 sendsOwnRange: request.value(forHTTPHeaderField: "Range") != nil,
+                                 sendsOwnRange: sendsOwnRange,
                                  expectsBody: method != "HEAD"),
             validator: configuration.download.validator, entityTag: configuration.download.entityTag,
             lastModified: configuration.download.lastModified, knownLength: configuration.download.knownLength)
@@ -535,14 +538,17 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         guard !reported else { return }
         reported = true
         stopTransfer()
+        guard let sink, !sink.isMemory else {
+            // Reported now: `conclude` fixes the outcome in the same lock as a racing cancel.
+            return deliver(response: response, error: error, separateBody: separateBody, complete: complete && error == nil)
+        }
+        // The writes close off this thread first: fixed now, so that a pause or cancel in the
+        // meantime does not take effect (a cancel that came first makes it a cancellation).
         let cancelled = operation.state.withLock { state in
             state.outcomeDecided = true
             return state.cancelRequested
         }
         let error = error ?? (cancelled ? operation.cancellationError() : nil)
-        guard let sink, !sink.isMemory else {
-            return deliver(response: response, error: error, separateBody: separateBody, complete: complete && error == nil)
-        }
         // A file or stream is written off this thread; the outcome waits for the last write.
         sink.close { [self] writeError in
             NetworkThread.shared.perform {
