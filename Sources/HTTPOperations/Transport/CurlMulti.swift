@@ -23,22 +23,21 @@ import Glibc
 /// - Time: curl asks for one timeout at a time through `CURLMOPT_TIMERFUNCTION`. We keep one
 ///   run-loop timer for the whole life of the thread and move its fire date; it is never
 ///   re-armed by us after firing (curl re-arms it, or deletes it with -1). A timeout of 0
-///   ("now", asked for by every new transfer) signals a version-0 source instead.
+///   ("now", asked for by every new transfer) signals a version-0 source instead, and so
+///   does our own "run soon" after unpausing, which leaves curl's date as it was.
 /// - Timer syscalls: curl calls the timer callback on nearly every action, and moving a CF
 ///   timer is a `timerfd_settime` (16% of the CPU of small GETs, measured with perf). So the
 ///   timer only ever moves *earlier* when curl asks; a later or deleted timeout is remembered,
 ///   and if the timer then fires before it, it moves once to curl's latest date without
-///   calling curl.
+///   calling curl. The dates and these decisions are ``CurlTimerSchedule``, a value.
 ///
 /// There is no polling loop, no sleep and no helper thread. Confined to the network thread.
 final class CurlMulti {
     private let handle: UnsafeMutableRawPointer
     private let epollFD: Int32
     private var timer: CFRunLoopTimer?
-    /// When the run-loop timer will fire.
-    private var armedDate: CFAbsoluteTime = CurlMulti.never
-    /// When curl last asked to be called; never earlier than `armedDate`.
-    private var requestedDate: CFAbsoluteTime = CurlMulti.never
+    /// When the timer fires and when curl asked to be called (see ``CurlTimerSchedule``).
+    private var schedule = CurlTimerSchedule(never: CurlMulti.never)
     private var socketSource: CFRunLoopSource?
     private var continueSource: CFRunLoopSource?
     /// Runs curl's timeouts on the next pass of the run loop, for curl's "time out now".
@@ -164,7 +163,7 @@ final class CurlMulti {
         insideCurl = false
         // curl_easy_pause does not call the timer callback on this libcurl: ask for a pass now,
         // so curl reads the socket it stopped watching.
-        armTimer(milliseconds: 0)
+        perform(schedule.runSoon())
     }
 
     /// Keeps room in curl's connection cache for four connections per transfer at the most
@@ -332,35 +331,28 @@ final class CurlMulti {
 
     /// curl's timer callback: -1 deletes the timeout, 0 means "as soon as possible".
     private func armTimer(milliseconds: Int) {
-        if milliseconds == 0 {
-            // Every new transfer asks for this. A signalled version-0 source runs on this run
-            // loop's next pass with no system call; moving the timer costs a timerfd_settime.
-            // curl reports its next timeout once the due work has run.
-            requestedDate = Self.never
-            CFRunLoopSourceSignal(dueNowSource)
-            return
-        }
-        let date = milliseconds < 0 ? Self.never : CFAbsoluteTimeGetCurrent() + Double(milliseconds) / 1000
-        requestedDate = date
-        if date < armedDate {
-            armedDate = date
-            CFRunLoopTimerSetNextFireDate(timer, date)
-        }
+        perform(schedule.curlAsked(milliseconds: milliseconds, now: CFAbsoluteTimeGetCurrent()))
     }
 
     /// The run-loop timer fired: call curl if its timeout is due, else move to its date.
     private func timerFired() {
-        // CF has already advanced the timer by its interval of decades.
-        armedDate = Self.never
-        if requestedDate > CFAbsoluteTimeGetCurrent() {
-            if requestedDate < Self.never {
-                armedDate = requestedDate
-                CFRunLoopTimerSetNextFireDate(timer, requestedDate)
-            }
-            return
+        perform(schedule.timerFired(now: CFAbsoluteTimeGetCurrent()))
+    }
+
+    /// Does what the schedule decided.
+    private func perform(_ action: CurlTimerSchedule.Action) {
+        switch action {
+        case .none:
+            break
+        case .runSoon:
+            // A signalled version-0 source runs on this run loop's next pass with no system
+            // call; moving the timer costs a timerfd_settime.
+            CFRunLoopSourceSignal(dueNowSource)
+        case .moveTimer(let date):
+            CFRunLoopTimerSetNextFireDate(timer, date)
+        case .runDueTimers:
+            runDueTimers()
         }
-        requestedDate = Self.never
-        runDueTimers()
     }
 
     /// Lets curl run whatever timeouts are due; curl re-arms the timer through its callback.
