@@ -228,7 +228,8 @@ final class CurlTransfer {
         ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
 
         // Idle timeout, as URLRequest.timeoutInterval means it: connecting, and then no byte
-        // for that long. curl counts the stall in whole seconds.
+        // for that long. curl counts the stall in whole seconds. `request.timeout` is finite
+        // and at most TransferRequest.longestTimeout, so both conversions are in range.
         setLong(CURLOPT_CONNECTTIMEOUT_MS, Int(request.timeout * 1000))
         setLong(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.timeout.rounded(.up))))
 
