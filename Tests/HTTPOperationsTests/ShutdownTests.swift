@@ -108,3 +108,45 @@ extension AllTests {
         }
     }
 }
+
+extension AllTests.ShutdownTests {
+    /// Issue 24: an operation the manager held back for a dependency outside the manager (an
+    /// ``HTTPRequestOperation`` nobody starts) was cancelled by shutdown but never handed to
+    /// the queue, so it never finished, and shutdown waited for it for good.
+    @Test func anOperationWaitingForADependencyOutsideTheManagerFinishesCancelled() async throws {
+        let server = try TestServer.start()
+        defer { server.shutdown() }
+        let manager = HTTPRequestOperationManager()
+        manager.responseSerializer = HTTPResponseSerializer()
+        // Given an operation waiting for a dependency no queue will ever start,
+        let outside = HTTPRequestOperation(request: URLRequest(url: server.url(.bytes(10))))
+        let waiting = manager.httpRequestOperation(with: URLRequest(url: server.url(.bytes(10))), success: nil, failure: nil)
+        waiting.addDependency(outside)
+        manager.enqueue(waiting)
+        #expect(manager.operationCount == 1)
+
+        // when the manager shuts down,
+        let done = TestSignal("shutdown to return")
+        let report = Mutex<ShutdownReport?>(nil)
+        Task {
+            let made = await manager.shutdown(gracePeriod: .seconds(1))
+            report.withLock { $0 = made }
+            done.fire()
+        }
+        do {
+            try await done.wait(timeout: .seconds(10))
+        } catch {
+            // Let the hung shutdown end: the dependency finishes, the operation is released.
+            outside.cancel()
+            outside.start()
+            throw error
+        }
+
+        // then it is cancelled and finished, nothing is sent, and the outside one is untouched.
+        #expect(report.withLock { $0?.cancelled } == 1)
+        #expect(waiting.isFinished && (waiting.error as? URLError)?.code == .cancelled)
+        #expect(manager.operationCount == 0)
+        #expect(!outside.isFinished && !outside.isCancelled)
+        #expect(server.receivedRequests.isEmpty)
+    }
+}

@@ -78,13 +78,38 @@ final class DependencyAwareOperationQueue: OperationQueue, @unchecked Sendable {
     /// Cancels every operation, waiting ones included; those go to the queue, which finishes
     /// them as cancelled without sending anything.
     override func cancelAllOperations() {
-        let held = waiting.withLock { waiting in
-            defer { waiting.removeAll() }
-            return waiting.map(\.value)
-        }
+        let held = takeWaiting { _ in true }
         for operation in held { operation.cancel() }
         super.cancelAllOperations()
         for operation in held { addOperation(operation) }
+    }
+
+    /// Cancels `operations`; those in the waiting list go to the queue at once, which
+    /// finishes them as cancelled without sending anything (corelibs' queue runs a cancelled
+    /// operation whatever its dependencies: `cancel()` counts them all as finished).
+    ///
+    /// Left waiting, a cancelled operation would finish only once its dependencies report
+    /// their outcome, which a dependency outside the manager that nobody starts never does:
+    /// shutdown waited for such an operation for good (issue 24).
+    func cancel(_ operations: [Operation]) {
+        let cancelled = Set(operations.map(ObjectIdentifier.init))
+        let held = takeWaiting { cancelled.contains(ObjectIdentifier($0)) }
+        // Cancelled first: Foundation then finds them ready however their dependencies stand.
+        for operation in operations { operation.cancel() }
+        for operation in held { addOperation(operation) }
+    }
+
+    /// Takes the waiting operations that `isTaken` picks out of the waiting list, in order.
+    private func takeWaiting(where isTaken: (Operation) -> Bool) -> [Operation] {
+        waiting.withLock { waiting in
+            var taken: [Operation] = []
+            waiting.removeAll { handover in
+                guard isTaken(handover.value) else { return false }
+                taken.append(handover.value)
+                return true
+            }
+            return taken
+        }
     }
 
     /// Waits for the waiting operations too.

@@ -63,7 +63,9 @@ extension HTTPRequestOperationManager {
                 cancelledAtOnce.append(operation)
             }
         }
-        for operation in cancelledAtOnce { operation.cancel() }
+        // Through the queue: one held back for its dependencies must reach Foundation's queue
+        // to finish, since a dependency outside the manager may never run.
+        managedQueue.cancel(cancelledAtOnce)
         report.cancelled = cancelledAtOnce.count
 
         for download in downloads {
