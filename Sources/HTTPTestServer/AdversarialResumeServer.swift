@@ -1,0 +1,732 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - The resource and its versions
+
+/// One version of an ``AdversarialResource``: its bytes (derived from `contentKey` and the
+/// offset, so no two contents agree at any offset but by chance), its length and the
+/// validators a response for it carries.
+///
+/// Two versions with the same `contentKey` hold the same bytes where both have them: one is
+/// the other grown or cut (a log file that grows under an unchanged `ETag`). Every other
+/// change of content gives a new key, and the server makes sure that a client can tell the
+/// new version from every earlier one by what a `206` shows it: the `ETag`, the
+/// `Last-Modified` date or the complete length (see ``AdversarialResumeServer``).
+public struct AdversarialVersion: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// Where the bytes come from.
+    public let contentKey: UInt64
+    /// The complete length.
+    public let length: Int
+    /// The `ETag` sent with it (strong `"…"` or weak `W/"…"`), if any.
+    public let entityTag: String?
+    /// The `Last-Modified` date sent with it, if any.
+    public let lastModified: String?
+
+    public init(contentKey: UInt64, length: Int, entityTag: String?, lastModified: String?) {
+        self.contentKey = contentKey
+        self.length = length
+        self.entityTag = entityTag
+        self.lastModified = lastModified
+    }
+
+    /// The whole version.
+    public var content: [UInt8] { Self.bytes(key: contentKey, offset: 0, count: length) }
+
+    /// `count` bytes of the content named `key`, from `offset`: SplitMix64 of the key and
+    /// each 8-byte block, so any byte of another content differs with probability 255/256.
+    public static func bytes(key: UInt64, offset: Int, count: Int) -> [UInt8] {
+        guard count > 0 else { return [] }
+        let firstBlock = offset >> 3
+        let lastBlock = (offset + count - 1) >> 3
+        var words = [UInt64](repeating: 0, count: lastBlock - firstBlock + 1)
+        for index in words.indices {
+            words[index] = mix(key ^ (UInt64(firstBlock + index) &* 0xD1B5_4A32_D192_ED03)).littleEndian
+        }
+        return words.withUnsafeBytes { raw in
+            Array(raw[(offset & 7)..<((offset & 7) + count)])
+        }
+    }
+
+    static func mix(_ value: UInt64) -> UInt64 {
+        var z = value &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    public var description: String {
+        "key \(String(contentKey, radix: 16)), \(length) B, ETag \(entityTag ?? "-"), Last-Modified \(lastModified ?? "-")"
+    }
+}
+
+/// A resource an ``AdversarialResumeServer`` serves at `/r/<key>`, with the script of what it
+/// does to each request.
+public struct AdversarialResource: Sendable, Codable {
+    /// Which `ETag` the versions carry.
+    public enum EntityTagKind: String, Sendable, Codable { case strong, weak, none }
+
+    /// Names the resource in its path; unique per server.
+    public var key: String
+    public var entityTag: EntityTagKind
+    public var sendsLastModified: Bool
+    /// The first version's length.
+    public var length: Int
+    /// Where the contents' keys come from.
+    public var contentSeed: UInt64
+    /// What the server does to the requests without a `Range`, in order; those after the
+    /// script are answered correctly.
+    public var script: [AdversarialStep]
+    /// What it does to the requests with a `Range`, in order; likewise.
+    public var rangeScript: [AdversarialStep]
+
+    public init(key: String, entityTag: EntityTagKind, sendsLastModified: Bool, length: Int, contentSeed: UInt64,
+                script: [AdversarialStep], rangeScript: [AdversarialStep]) {
+        self.key = key
+        self.entityTag = entityTag
+        self.sendsLastModified = sendsLastModified
+        self.length = length
+        self.contentSeed = contentSeed
+        self.script = script
+        self.rangeScript = rangeScript
+    }
+}
+
+/// What the server does with one request.
+public struct AdversarialStep: Sendable, Codable, CustomStringConvertible {
+    /// A change of the resource, made before the request is answered.
+    public enum Change: Sendable, Codable, CustomStringConvertible {
+        /// New bytes; a new `ETag` and/or `Last-Modified` when asked (and the resource has
+        /// them) and a new length when given. When none of these would tell the new version
+        /// from an earlier one, the server changes what it can (ETag, else date, else length).
+        case newContent(newEntityTag: Bool, newLastModified: Bool, length: Int?)
+        /// The same bytes grown or cut to `length`, the validators unchanged (skipped when
+        /// that would look exactly like a version with other bytes).
+        case newLength(Int)
+
+        public var description: String {
+            switch self {
+            case .newContent(let tag, let date, let length):
+                "new content (ETag \(tag ? "changed" : "kept"), date \(date ? "changed" : "kept"), length \(length.map(String.init) ?? "kept"))"
+            case .newLength(let length): "same bytes, length \(length)"
+            }
+        }
+    }
+
+    /// How a request is answered (when it carries a `Range`; a request without one gets the
+    /// whole current version, except for `.status` and `.full200`).
+    public enum Answer: Sendable, Codable, CustomStringConvertible {
+        /// As RFC 9110 says: `206` for the range when `If-Range` matches, else `200`; `416`
+        /// past the end.
+        case correct
+        /// `200` with the whole version, whatever was asked.
+        case full200
+        /// A `206` for fewer bytes than asked (`Content-Range` honest): a CDN's cap. The
+        /// fraction picks how many of the bytes asked for.
+        case short206(Double)
+        /// A `206` that starts before the range asked (honest bytes and `Content-Range`).
+        case overlapping206(Double)
+        /// A `206` that starts after the range asked (honest bytes and `Content-Range`).
+        case wrongStart206(Double)
+        /// A `206` for the range asked without `Content-Range`.
+        case missingContentRange206
+        /// `416` with `Content-Range: bytes */<length>`, even for a range that could be served.
+        case unsatisfiable416
+        /// This status (4xx, 5xx) with a short text body.
+        case status(Int)
+
+        public var description: String {
+            switch self {
+            case .correct: "correct"
+            case .full200: "200 to a range"
+            case .short206(let f): "short 206 (\(String(format: "%.2f", f)))"
+            case .overlapping206(let f): "overlapping 206 (\(String(format: "%.2f", f)))"
+            case .wrongStart206(let f): "late-start 206 (\(String(format: "%.2f", f)))"
+            case .missingContentRange206: "206 without Content-Range"
+            case .unsatisfiable416: "416"
+            case .status(let code): "status \(code)"
+            }
+        }
+    }
+
+    /// The connection closed before the answer is complete.
+    public struct Drop: Sendable, Codable, CustomStringConvertible {
+        /// Before the head is sent, or after this fraction of the body.
+        public var beforeHead: Bool
+        public var bodyFraction: Double
+        /// RST (`SO_LINGER` 0) rather than FIN.
+        public var reset: Bool
+
+        public init(beforeHead: Bool, bodyFraction: Double, reset: Bool) {
+            self.beforeHead = beforeHead
+            self.bodyFraction = bodyFraction
+            self.reset = reset
+        }
+
+        public var description: String {
+            (reset ? "RST" : "FIN") + (beforeHead ? " before the head" : " after \(String(format: "%.2f", bodyFraction)) of the body")
+        }
+    }
+
+    public var change: Change?
+    /// Answer a `Range` as if `If-Range` matched, whatever it names.
+    public var ignoresIfRange: Bool
+    public var answer: Answer
+    public var drop: Drop?
+    /// The body goes out in chunks of this many bytes…
+    public var chunkSize: Int
+    /// … with this pause before each chunk after the first.
+    public var chunkDelayMicroseconds: Int
+
+    public init(change: Change? = nil, ignoresIfRange: Bool = false, answer: Answer = .correct, drop: Drop? = nil,
+                chunkSize: Int = 16 << 10, chunkDelayMicroseconds: Int = 0) {
+        self.change = change
+        self.ignoresIfRange = ignoresIfRange
+        self.answer = answer
+        self.drop = drop
+        self.chunkSize = max(1, chunkSize)
+        self.chunkDelayMicroseconds = max(0, chunkDelayMicroseconds)
+    }
+
+    public var description: String {
+        var parts: [String] = []
+        if let change { parts.append(change.description) }
+        if ignoresIfRange { parts.append("ignores If-Range") }
+        parts.append(answer.description)
+        if let drop { parts.append("drop: \(drop)") }
+        return parts.joined(separator: "; ")
+    }
+}
+
+// MARK: - The server
+
+/// A raw TCP server on a loopback port serving ``AdversarialResource``s at `/r/<key>`: each
+/// request takes the next step of the resource's script (one for requests with a `Range`,
+/// one for those without), which may change the resource
+/// (with or without a new `ETag`, `Last-Modified` or length), ignore `If-Range`, answer a
+/// `Range` with a short, overlapping or late-starting `206`, a `206` without
+/// `Content-Range`, a `200`, a `416` or a 4xx/5xx, and close the connection with a FIN or a
+/// reset before the head or at any byte of the body. Every answer closes the connection
+/// (`Connection: close`).
+///
+/// What it never does is lie in a way no client could see: the bytes of a `206` are the ones
+/// its `Content-Range` names, and a version with new bytes differs from every earlier
+/// version in its `ETag`, its `Last-Modified` or its length. So a client that checks what it
+/// is given can always keep its promise: a complete download is exactly one version; a
+/// failed one holds a prefix of one version, named by its resume data. ``versions(of:)``
+/// lists every version the resource had, for the test's oracle; ``log(of:)`` what each
+/// request got.
+///
+/// Like ``FaultServer``: blocking sockets, a thread per connection; the HTTP is written by
+/// hand so that it can be wrong on purpose.
+public final class AdversarialResumeServer: Sendable {
+    /// The loopback port the server listens on.
+    public let port: Int
+    private let listener: Int32
+    private let resources = Mutex<[String: ResourceState]>([:])
+    private let answered = Mutex<[String: Int]>([:])
+    private let stopped = Atomic<Bool>(false)
+
+    /// Starts a server on 127.0.0.1 and a port the kernel picks.
+    public static func start() throws -> AdversarialResumeServer {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw FaultServerError("socket: errno \(errno)") }
+        var reuse: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 1024) == 0 else {
+            close(listener)
+            throw FaultServerError("bind/listen: errno \(errno)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        let server = AdversarialResumeServer(port: Int(UInt16(bigEndian: address.sin_port)), listener: listener)
+        let thread = Thread { server.acceptForever() }
+        thread.name = "AdversarialResumeServer accept"
+        thread.start()
+        return server
+    }
+
+    private init(port: Int, listener: Int32) {
+        self.port = port
+        self.listener = listener
+    }
+
+    /// Stops accepting connections (those open run to their end).
+    public func stop() {
+        guard !stopped.exchange(true, ordering: .relaxed) else { return }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    /// The path `resource` is served at.
+    public static func path(of key: String) -> String { "/r/" + key }
+
+    /// Serves `resource` from now on (replacing one with the same key).
+    public func register(_ resource: AdversarialResource) {
+        let state = ResourceState(resource)
+        resources.withLock { $0[resource.key] = state }
+    }
+
+    /// Forgets a resource: its path answers 404.
+    public func remove(_ key: String) {
+        resources.withLock { _ = $0.removeValue(forKey: key) }
+    }
+
+    /// Every version `key` has had, the first one first.
+    public func versions(of key: String) -> [AdversarialVersion] {
+        resources.withLock { $0[key]?.versions ?? [] }
+    }
+
+    /// What each request for `key` asked and got, one line per request.
+    public func log(of key: String) -> [String] {
+        resources.withLock { $0[key]?.log ?? [] }
+    }
+
+    /// How many requests for `key` the server has answered (or begun to).
+    public func requestCount(of key: String) -> Int {
+        resources.withLock { $0[key]?.requests ?? 0 }
+    }
+
+    /// How many answers of each kind the server gave so far (by ``AdversarialStep/Answer``'s
+    /// kind as sent, drops, changes): what a campaign really exercised.
+    public var answerCounts: [String: Int] { answered.withLock { $0 } }
+
+    private func count(_ kinds: [String]) {
+        answered.withLock { counts in
+            for kind in kinds { counts[kind, default: 0] += 1 }
+        }
+    }
+
+    private func acceptForever() {
+        while !stopped.load(ordering: .relaxed) {
+            let connection = accept(listener, nil, nil)
+            if connection < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            var noDelay: Int32 = 1
+            setsockopt(connection, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+            let thread = Thread { [self] in serve(connection) }
+            thread.name = "AdversarialResumeServer connection"
+            thread.start()
+        }
+    }
+
+    // MARK: Answering
+
+    /// A request head, as far as this server reads it.
+    struct Request {
+        var method: String
+        var key: String?
+        var range: (first: Int, last: Int?)?
+        var rawRange: String?
+        var ifRange: String?
+    }
+
+    /// What to write: a head, a body, and where to stop.
+    struct Response {
+        var status: Int
+        var headers: [(String, String)]
+        var body: [UInt8]
+        var drop: AdversarialStep.Drop?
+        var chunkSize: Int
+        var chunkDelayMicroseconds: Int
+    }
+
+    private func serve(_ connection: Int32) {
+        var open = true
+        defer { if open { close(connection) } }
+        guard let request = readRequest(connection) else { return }
+        let response = respond(to: request)
+        if let drop = response.drop, drop.beforeHead {
+            open = !closeConnection(connection, reset: drop.reset)
+            return
+        }
+        var head = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
+        for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
+        head += "Content-Length: \(response.body.count)\r\nConnection: close\r\n\r\n"
+        guard write(Array(head.utf8), to: connection) else { return }
+        let body = response.body
+        var cut = body.count
+        if let drop = response.drop {
+            cut = min(body.count, max(0, Int(drop.bodyFraction * Double(body.count))))
+        }
+        var offset = 0
+        if request.method != "HEAD" {
+            while offset < cut {
+                if offset > 0, response.chunkDelayMicroseconds > 0 { usleep(UInt32(response.chunkDelayMicroseconds)) }
+                let end = min(cut, offset + response.chunkSize)
+                guard write(Array(body[offset..<end]), to: connection) else { return }
+                offset = end
+            }
+        }
+        if let drop = response.drop {
+            open = !closeConnection(connection, reset: drop.reset)
+            return
+        }
+        // Closes with a FIN once the client has read the answer: wait for its close (or a
+        // second), so that a reset of unread bytes never cuts a complete answer short.
+        Self.shutdownAndDrain(connection)
+    }
+
+    /// Closes `connection` with a reset or a FIN; true when it was closed.
+    private func closeConnection(_ connection: Int32, reset: Bool) -> Bool {
+        if reset {
+            var noLinger = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(connection, SOL_SOCKET, SO_LINGER, &noLinger, socklen_t(MemoryLayout<linger>.size))
+            close(connection)
+            return true
+        }
+        Self.shutdownAndDrain(connection)
+        return false
+    }
+
+    /// Sends a FIN and reads (and drops) whatever comes until the peer closes, at most 2 s.
+    private static func shutdownAndDrain(_ connection: Int32) {
+        shutdown(connection, Int32(SHUT_WR))
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var sink = [UInt8](repeating: 0, count: 4096)
+        while recv(connection, &sink, sink.count, 0) > 0 {}
+    }
+
+    /// Decides the answer to `request`: takes the resource's next step, changes the resource
+    /// if the step says so, and builds what the step asks for from the current version.
+    func respond(to request: Request) -> Response {
+        guard let key = request.key else {
+            return Response(status: 400, headers: [], body: Array("bad request\n".utf8), drop: nil, chunkSize: 1 << 16,
+                            chunkDelayMicroseconds: 0)
+        }
+        let decided = resources.withLock { resources -> (Response, [String])? in
+            guard var state = resources[key] else { return nil }
+            let (response, counted) = state.answer(request)
+            resources[key] = state
+            return (response, counted)
+        }
+        guard let (response, counted) = decided else {
+            return Response(status: 404, headers: [], body: Array("no such resource\n".utf8), drop: nil, chunkSize: 1 << 16,
+                            chunkDelayMicroseconds: 0)
+        }
+        count(counted)
+        return response
+    }
+
+    /// Reads the request head; nil when the peer went first or sent no HTTP.
+    private func readRequest(_ connection: Int32) -> Request? {
+        var head = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        while Self.endOfHead(head) == nil {
+            let count = recv(connection, &buffer, buffer.count, 0)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return nil }
+            head.append(contentsOf: buffer[0..<count])
+            if head.count > 64 * 1024 { return nil }
+        }
+        let text = String(decoding: head[0..<Self.endOfHead(head)!], as: UTF8.self)
+        var lines = text.components(separatedBy: "\r\n")
+        let requestLine = lines.removeFirst().split(separator: " ")
+        guard requestLine.count >= 2 else { return nil }
+        var target = String(requestLine[1])
+        // Absolute form, as a forwarding proxy passes it on: keep the path.
+        if let schemeEnd = target.range(of: "://") {
+            let afterScheme = target[schemeEnd.upperBound...]
+            target = afterScheme.firstIndex(of: "/").map { String(afterScheme[$0...]) } ?? "/"
+        }
+        var request = Request(method: String(requestLine[0]), key: nil, range: nil, rawRange: nil, ifRange: nil)
+        if target.hasPrefix("/r/") {
+            request.key = String(target.dropFirst(3).prefix { $0 != "?" })
+        }
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            switch name {
+            case "range":
+                request.rawRange = value
+                request.range = Self.parseRange(value)
+            case "if-range":
+                request.ifRange = value
+            default:
+                break
+            }
+        }
+        return request
+    }
+
+    /// `bytes=first-` or `bytes=first-last` (one range only).
+    static func parseRange(_ value: String) -> (first: Int, last: Int?)? {
+        guard value.lowercased().hasPrefix("bytes=") else { return nil }
+        let spec = value.dropFirst(6)
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
+        guard let first = Int(spec[..<dash].trimmingCharacters(in: .whitespaces)) else { return nil }
+        let lastText = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
+        if lastText.isEmpty { return (first, nil) }
+        guard let last = Int(lastText), last >= first else { return nil }
+        return (first, last)
+    }
+
+    private static func endOfHead(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for index in 0...(bytes.count - 4) where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
+            return index
+        }
+        return nil
+    }
+
+    private static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 206: "Partial Content"
+        case 400: "Bad Request"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 408: "Request Timeout"
+        case 410: "Gone"
+        case 416: "Range Not Satisfiable"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        default: "Status"
+        }
+    }
+
+    /// Writes all of `bytes`; false once the peer has gone.
+    private func write(_ bytes: [UInt8], to connection: Int32) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
+}
+
+// MARK: - One resource's state
+
+/// A resource's versions, where its script is, and its log. A value: changed under the
+/// server's lock, one request at a time.
+struct ResourceState: Sendable {
+    let resource: AdversarialResource
+    var versions: [AdversarialVersion]
+    var current: Int = 0
+    var requests = 0
+    var plainRequests = 0
+    var rangeRequests = 0
+    var nextEntityTag = 1
+    var nextDate = 1
+    var log: [String] = []
+
+    init(_ resource: AdversarialResource) {
+        self.resource = resource
+        let first = AdversarialVersion(contentKey: AdversarialVersion.mix(resource.contentSeed), length: max(0, resource.length),
+                                       entityTag: Self.entityTag(resource, 0), lastModified: Self.date(resource, 0))
+        versions = [first]
+    }
+
+    static func entityTag(_ resource: AdversarialResource, _ number: Int) -> String? {
+        switch resource.entityTag {
+        case .strong: "\"\(resource.key)-e\(number)\""
+        case .weak: "W/\"\(resource.key)-e\(number)\""
+        case .none: nil
+        }
+    }
+
+    /// Distinct dates a second apart, within one hour of one day (the weekday stays right).
+    static func date(_ resource: AdversarialResource, _ number: Int) -> String? {
+        guard resource.sendsLastModified else { return nil }
+        let seconds = Int(resource.contentSeed % 1800) + number
+        return String(format: "Sat, 21 Nov 2026 10:%02d:%02d GMT", (seconds / 60) % 60, seconds % 60)
+    }
+
+    /// What a client can see of a version on a 206.
+    private func identity(_ version: AdversarialVersion) -> String {
+        "\(version.entityTag ?? "")|\(version.lastModified ?? "")|\(version.length)"
+    }
+
+    /// Applies a change; returns what happened, for the log.
+    private mutating func apply(_ change: AdversarialStep.Change) -> String? {
+        let now = versions[current]
+        switch change {
+        case .newContent(let newTag, let newDate, let length):
+            var tag = now.entityTag
+            var date = now.lastModified
+            var newLength = max(0, length ?? now.length)
+            if newTag, resource.entityTag != .none {
+                tag = Self.entityTag(resource, nextEntityTag)
+                nextEntityTag += 1
+            }
+            if newDate, resource.sendsLastModified {
+                date = Self.date(resource, nextDate)
+                nextDate += 1
+            }
+            // New bytes must look new to a client: differ from every earlier version in
+            // something a 206 shows.
+            let seen = Set(versions.map(identity))
+            func candidate() -> AdversarialVersion {
+                AdversarialVersion(contentKey: AdversarialVersion.mix(resource.contentSeed &+ UInt64(versions.count)),
+                                   length: newLength, entityTag: tag, lastModified: date)
+            }
+            if seen.contains(identity(candidate())) {
+                if resource.entityTag != .none {
+                    tag = Self.entityTag(resource, nextEntityTag)
+                    nextEntityTag += 1
+                } else if resource.sendsLastModified {
+                    date = Self.date(resource, nextDate)
+                    nextDate += 1
+                } else {
+                    while seen.contains(identity(candidate())) { newLength += 1 }
+                }
+            }
+            versions.append(candidate())
+            current = versions.count - 1
+            return "changed to v\(current) (\(versions[current]))"
+        case .newLength(let length):
+            let grown = AdversarialVersion(contentKey: now.contentKey, length: max(0, length), entityTag: now.entityTag,
+                                           lastModified: now.lastModified)
+            if let same = versions.firstIndex(of: grown) {
+                current = same
+                return "length back to \(grown.length): v\(same)"
+            }
+            // The same look with other bytes would be a lie no client can see.
+            guard !versions.contains(where: { identity($0) == identity(grown) }) else { return nil }
+            versions.append(grown)
+            current = versions.count - 1
+            return "length changed to \(grown.length): v\(current) (same bytes)"
+        }
+    }
+
+    /// Takes the next step for `request`; returns the response and the kinds to count.
+    mutating func answer(_ request: AdversarialResumeServer.Request) -> (AdversarialResumeServer.Response, [String]) {
+        let step: AdversarialStep
+        if request.range != nil {
+            step = rangeRequests < resource.rangeScript.count ? resource.rangeScript[rangeRequests] : AdversarialStep()
+            rangeRequests += 1
+        } else {
+            step = plainRequests < resource.script.count ? resource.script[plainRequests] : AdversarialStep()
+            plainRequests += 1
+        }
+        requests += 1
+        var note = "#\(requests) \(request.method) Range: \(request.rawRange ?? "-"), If-Range: \(request.ifRange ?? "-")"
+        var counted: [String] = []
+        if let change = step.change {
+            if let happened = apply(change) {
+                note += " | \(happened)"
+                counted.append(change.isNewContent ? "change: new content" : "change: length only")
+            }
+        }
+        let version = versions[current]
+        var headers: [(String, String)] = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
+        var validators: [(String, String)] = []
+        if let tag = version.entityTag { validators.append(("ETag", tag)) }
+        if let date = version.lastModified { validators.append(("Last-Modified", date)) }
+
+        func whole() -> (Int, [(String, String)], [UInt8], String) {
+            (200, headers + validators, version.content, "200 whole v\(current) (\(version.length) B)")
+        }
+        func partial(_ first: Int, _ last: Int, contentRange: Bool = true) -> (Int, [(String, String)], [UInt8], String) {
+            var extra = validators
+            if contentRange { extra.append(("Content-Range", "bytes \(first)-\(last)/\(version.length)")) }
+            let body = AdversarialVersion.bytes(key: version.contentKey, offset: first, count: last - first + 1)
+            return (206, headers + extra, body,
+                    "206 bytes \(first)-\(last)/\(version.length) of v\(current)" + (contentRange ? "" : " without Content-Range"))
+        }
+        func unsatisfiable() -> (Int, [(String, String)], [UInt8], String) {
+            headers.append(("Content-Range", "bytes */\(version.length)"))
+            return (416, headers, Array("range not satisfiable\n".utf8), "416 */\(version.length)")
+        }
+
+        let matches: Bool = {
+            guard let ifRange = request.ifRange, !step.ignoresIfRange else { return true }
+            if ifRange.hasPrefix("\"") { return version.entityTag.map { $0.hasPrefix("\"") && $0 == ifRange } ?? false }
+            if ifRange.hasPrefix("W/") { return false }
+            return version.lastModified == ifRange
+        }()
+
+        let decided: (Int, [(String, String)], [UInt8], String)
+        var kind = step.answer.kind
+        switch step.answer {
+        case .status(let code):
+            decided = (code, [("Content-Type", "text/plain")], Array("status \(code) from the campaign\n".utf8), "\(code)")
+        case .full200:
+            decided = whole()
+        default:
+            if let range = request.range, matches, range.first < version.length {
+                let first = range.first
+                let last = min(range.last ?? (version.length - 1), version.length - 1)
+                let remaining = last - first + 1
+                switch step.answer {
+                case .short206(let fraction) where remaining >= 2:
+                    decided = partial(first, first + min(remaining - 2, Int(fraction * Double(remaining - 1))))
+                case .overlapping206(let fraction) where first > 0:
+                    decided = partial(first - 1 - min(first - 1, Int(fraction * Double(first))), last)
+                case .wrongStart206(let fraction) where remaining >= 2:
+                    decided = partial(first + 1 + min(remaining - 2, Int(fraction * Double(remaining - 1))), last)
+                case .missingContentRange206:
+                    decided = partial(first, last, contentRange: false)
+                case .unsatisfiable416:
+                    decided = unsatisfiable()
+                default:
+                    kind = "correct"
+                    decided = partial(first, last)
+                }
+            } else if request.range != nil, matches {
+                kind = "correct"
+                decided = unsatisfiable()
+            } else {
+                kind = "correct"
+                decided = whole()
+            }
+        }
+        counted.append((request.range == nil ? "no range: " : "range: ") + kind + (step.ignoresIfRange ? " (If-Range ignored)" : ""))
+        note += " → " + decided.3
+        if let drop = step.drop {
+            note += ", then \(drop)"
+            counted.append("drop: " + (drop.reset ? "RST" : "FIN") + (drop.beforeHead ? " before head" : " in body"))
+        }
+        log.append(note)
+        let response = AdversarialResumeServer.Response(status: decided.0, headers: decided.1, body: decided.2, drop: step.drop,
+                                                         chunkSize: step.chunkSize,
+                                                         chunkDelayMicroseconds: step.chunkDelayMicroseconds)
+        return (response, counted)
+    }
+}
+
+extension AdversarialStep.Change {
+    var isNewContent: Bool {
+        if case .newContent = self { return true }
+        return false
+    }
+}
+
+extension AdversarialStep.Answer {
+    /// The kind, without its values.
+    var kind: String {
+        switch self {
+        case .correct: "correct"
+        case .full200: "200"
+        case .short206: "short 206"
+        case .overlapping206: "overlapping 206"
+        case .wrongStart206: "late-start 206"
+        case .missingContentRange206: "206 without Content-Range"
+        case .unsatisfiable416: "416"
+        case .status(let code): "status \(code)"
+        }
+    }
+}

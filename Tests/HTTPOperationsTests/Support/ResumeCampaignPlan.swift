@@ -1,0 +1,294 @@
+import Foundation
+import HTTPTestServer
+
+/// What one scenario of the resume campaign does, drawn from its own seed before it starts:
+/// the resource and the script of its server, where the body goes, the route, and the runs
+/// (operations, one after the other, each continuing from what the one before left) with the
+/// pauses, resumes, restarts, cancels and shutdowns each meets.
+struct CampaignScenario: Sendable, CustomStringConvertible {
+    /// How the client reaches the server.
+    enum Route: String, Sendable, CaseIterable {
+        /// http, no proxy.
+        case http
+        /// https (the TLS relay in front of the server), no proxy.
+        case https
+        /// http through the campaign's proxy, which passes the request on (no tunnel: curl
+        /// sends an http URL to an HTTP proxy whole, and the library offers no option to tunnel it).
+        case httpThroughProxy = "http via proxy"
+        /// https through the campaign's proxy: a `CONNECT` tunnel, named in the route.
+        case httpsThroughConnect = "https via CONNECT"
+        /// https through the proxy `https_proxy` names, on the default route (child process only).
+        case httpsThroughEnvironmentProxy = "https via CONNECT from https_proxy"
+        /// http on the default route (`http_proxy` unset: direct), in the same child.
+        case httpDefaultRoute = "http on the default route"
+
+        var isTLS: Bool { self == .https || self == .httpsThroughConnect || self == .httpsThroughEnvironmentProxy }
+    }
+
+    /// Which processes a scenario may run in.
+    enum Mode: String, Sendable, Codable {
+        /// The test's own process.
+        case inProcess
+        /// A child whose file writes fail past a size (`RLIMIT_FSIZE`) during each scenario's first run.
+        case writeLimited
+        /// A child with `https_proxy` set: routes are the default one.
+        case environmentProxy
+    }
+
+    /// How a run starts.
+    enum Start: Sendable, CustomStringConvertible {
+        /// A new download (the first run).
+        case fresh
+        /// `HTTPRequestOperation.download(_:to:)`: from the sidecar beside the file.
+        case sidecar
+        /// `HTTPRequestOperation(resumeData:)` with the last operation's `resumeData` (the
+        /// sidecar when it had none).
+        case resumeData
+        /// As after a crash between a write and the next save: the file is cut to this
+        /// fraction of its size, then `download(_:to:)`.
+        case sidecarAfterCrash(Double)
+
+        var description: String {
+            switch self {
+            case .fresh: "fresh"
+            case .sidecar: "download(_:to:) from the sidecar"
+            case .resumeData: "init(resumeData:)"
+            case .sidecarAfterCrash(let keep): "file cut to \(String(format: "%.2f", keep)) as by a crash, then download(_:to:)"
+            }
+        }
+    }
+
+    /// When an event happens.
+    enum Trigger: Sendable, CustomStringConvertible {
+        /// Once progress reports this many bytes.
+        case bytes(Int64)
+        /// This long after the operation is enqueued.
+        case milliseconds(Int)
+
+        var description: String {
+            switch self {
+            case .bytes(let count): "at \(count) B"
+            case .milliseconds(let ms): "after \(ms) ms"
+            }
+        }
+    }
+
+    /// What an event does to the operation.
+    enum Action: Sendable, CustomStringConvertible {
+        /// `pause(completion:)`, then `resume()` this long after the completion.
+        case pauseThenResume(Int)
+        /// `pause()` and `resume()` at once, without waiting.
+        case pauseAndResumeAtOnce
+        /// `pause(completion:)`, then `cancel()`: the next run continues from the sidecar.
+        case pauseThenRestart
+        /// `cancel()`.
+        case cancel
+        /// The manager's `shutdown(gracePeriod:pauseDownloads:)`.
+        case shutdown(pauseDownloads: Bool, graceMilliseconds: Int)
+        /// `resume()` of an operation that is not paused.
+        case strayResume
+
+        var description: String {
+            switch self {
+            case .pauseThenResume(let ms): "pause, resume \(ms) ms after"
+            case .pauseAndResumeAtOnce: "pause and resume at once"
+            case .pauseThenRestart: "pause, cancel, restart"
+            case .cancel: "cancel"
+            case .shutdown(let pause, let grace): "manager shutdown (\(pause ? "pausing downloads" : "not pausing"), grace \(grace) ms)"
+            case .strayResume: "stray resume"
+            }
+        }
+    }
+
+    struct Event: Sendable, CustomStringConvertible {
+        var trigger: Trigger
+        var action: Action
+        var description: String { "\(action) \(trigger)" }
+    }
+
+    struct Run: Sendable, CustomStringConvertible {
+        var start: Start
+        var retries: Int
+        var retriesStatuses: Bool
+        var events: [Event]
+        /// Enqueued on a manager of its own (which a shutdown event shuts down).
+        var usesManager: Bool {
+            events.contains { if case .shutdown = $0.action { return true } else { return false } }
+        }
+
+        var description: String {
+            "\(start); \(retries) retries\(retriesStatuses ? " (and of 408/429/502/503/504)" : "")"
+                + (events.isEmpty ? "" : "; " + events.map(\.description).joined(separator: ", "))
+        }
+    }
+
+    let index: Int
+    let seed: UInt64
+    let mode: Mode
+    let resource: AdversarialResource
+    let toFile: Bool
+    let route: Route
+    let runs: [Run]
+
+    var description: String {
+        var lines = ["scenario \(index) (seed \(seed), \(mode.rawValue)): \(resource.length) B, ETag \(resource.entityTag.rawValue), "
+            + "Last-Modified \(resource.sendsLastModified ? "yes" : "no"), to \(toFile ? "a file" : "memory"), \(route.rawValue)"]
+        for (number, step) in resource.script.enumerated() { lines.append("  request \(number + 1) without Range: \(step)") }
+        for (number, step) in resource.rangeScript.enumerated() { lines.append("  request \(number + 1) with Range: \(step)") }
+        for (number, run) in runs.enumerated() { lines.append("  run \(number + 1): \(run)") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Adversities a run may leave out (`HTTPOPERATIONS_CAMPAIGN_SKIP=a,b`), to look past a
+    /// defect already known: each is drawn as usual, then replaced by the correct behaviour,
+    /// so every other draw of the seed stays the same.
+    enum Skip: String, Sendable, Codable, CaseIterable {
+        /// 4xx/5xx answers to requests without a `Range`.
+        case statusWithoutRange = "status-without-range"
+        /// 4xx/5xx answers to requests with a `Range`.
+        case statusWithRange = "status-with-range"
+        case short206 = "short-206"
+        case overlapping206 = "overlapping-206"
+        case lateStart206 = "late-start-206"
+        case missingContentRange = "missing-content-range"
+        case unsatisfiable416 = "416"
+        case full200 = "200-to-range"
+        case ignoringIfRange = "ignoring-if-range"
+        case changes
+        case drops
+    }
+
+    /// The scenario `index` of the campaign `seed`: the same pair draws the same scenario.
+    static func draw(index: Int, campaignSeed: UInt64, mode: Mode, skipping skips: Set<Skip> = []) -> CampaignScenario {
+        let seed = campaignSeed ^ (UInt64(index) &* 0x9E37_79B9_7F4A_7C15) ^ 0x5EED
+        var random = SeededGenerator(seed: seed)
+        func chance(_ percent: Int) -> Bool { Int.random(in: 0..<100, using: &random) < percent }
+
+        let length: Int = switch Int.random(in: 0..<100, using: &random) {
+        case 0..<8: Int.random(in: 0...64, using: &random)
+        case 8..<35: Int.random(in: 65...8 << 10, using: &random)
+        default: Int.random(in: (8 << 10)...(192 << 10), using: &random)
+        }
+        let entityTag: AdversarialResource.EntityTagKind = switch Int.random(in: 0..<100, using: &random) {
+        case 0..<55: .strong
+        case 55..<70: .weak
+        default: .none
+        }
+        let sendsLastModified = chance(50)
+        func drawStep(forRange: Bool) -> AdversarialStep {
+            var step = AdversarialStep()
+            if chance(15) {
+                if chance(75) {
+                    step.change = .newContent(newEntityTag: chance(70), newLastModified: chance(50),
+                                              length: chance(30) ? Int.random(in: 0...(192 << 10), using: &random) : nil)
+                } else {
+                    step.change = .newLength(max(0, length + Int.random(in: -length...(length + 1), using: &random)))
+                }
+            }
+            step.ignoresIfRange = forRange && chance(30)
+            let fraction = Double.random(in: 0..<1, using: &random)
+            if forRange {
+                step.answer = switch Int.random(in: 0..<100, using: &random) {
+                case 0..<30: .correct
+                case 30..<40: .full200
+                case 40..<60: .short206(fraction)
+                case 60..<67: .overlapping206(fraction)
+                case 67..<74: .wrongStart206(fraction)
+                case 74..<78: .missingContentRange206
+                case 78..<86: .unsatisfiable416
+                default: .status([403, 404, 408, 410, 429, 500, 502, 503, 504].randomElement(using: &random)!)
+                }
+            } else {
+                step.answer = chance(70) ? .correct : .status([403, 404, 408, 410, 429, 500, 502, 503, 504].randomElement(using: &random)!)
+            }
+            // Requests without a range are dropped more often: that is what makes a resume.
+            if chance(forRange ? 35 : 55) {
+                step.drop = .init(beforeHead: chance(12), bodyFraction: Double.random(in: 0..<1, using: &random), reset: chance(50))
+            }
+            step.chunkSize = Int.random(in: (2 << 10)...(64 << 10), using: &random)
+            step.chunkDelayMicroseconds = chance(30) ? 0 : Int.random(in: 100...1500, using: &random)
+            return step
+        }
+        func skipping(_ step: AdversarialStep, forRange: Bool) -> AdversarialStep {
+            var step = step
+            if skips.contains(.changes) { step.change = nil }
+            if skips.contains(.drops) { step.drop = nil }
+            if skips.contains(.ignoringIfRange) { step.ignoresIfRange = false }
+            let skipped: Bool = switch step.answer {
+            case .status: skips.contains(forRange ? .statusWithRange : .statusWithoutRange)
+            case .short206: skips.contains(.short206)
+            case .overlapping206: skips.contains(.overlapping206)
+            case .wrongStart206: skips.contains(.lateStart206)
+            case .missingContentRange206: skips.contains(.missingContentRange)
+            case .unsatisfiable416: skips.contains(.unsatisfiable416)
+            case .full200: skips.contains(.full200)
+            case .correct: false
+            }
+            if skipped { step.answer = .correct }
+            return step
+        }
+        let script = (0..<(chance(15) ? 0 : Int.random(in: 1...3, using: &random))).map { _ in
+            skipping(drawStep(forRange: false), forRange: false)
+        }
+        let rangeScript = (0..<(chance(10) ? 0 : Int.random(in: 1...6, using: &random))).map { _ in
+            skipping(drawStep(forRange: true), forRange: true)
+        }
+        let resource = AdversarialResource(key: "c\(index)-\(String(seed, radix: 36))", entityTag: entityTag,
+                                           sendsLastModified: sendsLastModified, length: length, contentSeed: random.next(),
+                                           script: script, rangeScript: rangeScript)
+
+        let toFile = mode == .writeLimited || chance(80)
+        let route: Route
+        switch mode {
+        case .environmentProxy:
+            route = chance(75) ? .httpsThroughEnvironmentProxy : .httpDefaultRoute
+        case .inProcess, .writeLimited:
+            route = switch Int.random(in: 0..<100, using: &random) {
+            case 0..<40: .http
+            case 40..<55: .https
+            case 55..<70: .httpThroughProxy
+            default: .httpsThroughConnect
+            }
+        }
+
+        let runCount = toFile ? [1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4].randomElement(using: &random)! : 1
+        var runs: [Run] = []
+        for number in 0..<runCount {
+            let start: Start
+            if number == 0 {
+                start = .fresh
+            } else {
+                start = switch Int.random(in: 0..<100, using: &random) {
+                case 0..<50: .sidecar
+                case 50..<80: .resumeData
+                default: .sidecarAfterCrash(Double.random(in: 0...1, using: &random))
+                }
+            }
+            var events: [Event] = []
+            let eventCount = switch Int.random(in: 0..<100, using: &random) {
+            case 0..<35: 0
+            case 35..<70: 1
+            case 70..<90: 2
+            default: 3
+            }
+            for _ in 0..<eventCount {
+                let trigger: Trigger = chance(70)
+                    ? .bytes(Int64.random(in: 0...Int64(max(1, length)), using: &random))
+                    : .milliseconds(Int.random(in: 0...40, using: &random))
+                var action: Action = switch Int.random(in: 0..<100, using: &random) {
+                case 0..<45: .pauseThenResume(Int.random(in: 0...20, using: &random))
+                case 45..<55: .pauseAndResumeAtOnce
+                case 55..<70: .pauseThenRestart
+                case 70..<77: .cancel
+                case 77..<93: .shutdown(pauseDownloads: chance(75), graceMilliseconds: Int.random(in: 0...50, using: &random))
+                default: .strayResume
+                }
+                if !toFile, case .pauseThenRestart = action { action = .pauseThenResume(5) }
+                events.append(Event(trigger: trigger, action: action))
+            }
+            runs.append(Run(start: start, retries: chance(25) ? 0 : Int.random(in: 1...4, using: &random),
+                            retriesStatuses: chance(30), events: events))
+        }
+        return CampaignScenario(index: index, seed: seed, mode: mode, resource: resource, toFile: toFile, route: route, runs: runs)
+    }
+}
