@@ -150,3 +150,23 @@ extension AllTests.ShutdownTests {
         #expect(server.receivedRequests.isEmpty)
     }
 }
+
+extension AllTests.ShutdownTests {
+    /// Issue 24's family: a grace period too long to ever pass (`.seconds(Int64.max)`, "wait
+    /// as long as it takes") trapped in `Task.sleep` and took the process down. In a child
+    /// process (an exit test), so that a trap fails the test instead of ending the run.
+    @Test func aGracePeriodTooLongToPassWaitsForRunningRequests() async {
+        await #expect(processExitsWith: .success) {
+            let manager = HTTPRequestOperationManager()
+            manager.responseSerializer = HTTPResponseSerializer()
+            let quick = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.delay(milliseconds: 300))),
+                                                     success: nil, failure: nil)
+            let (started, observer) = notificationSignal(.networkingOperationDidStart, of: quick)
+            manager.enqueue(quick)
+            try? await started.wait()
+            NotificationCenter.default.removeObserver(observer)
+            let report = await manager.shutdown(gracePeriod: .seconds(Int64.max))
+            exit(report.completed == 1 && quick.error == nil ? 0 : 1)
+        }
+    }
+}

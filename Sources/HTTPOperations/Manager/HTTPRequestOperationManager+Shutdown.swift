@@ -91,11 +91,19 @@ extension HTTPRequestOperationManager {
     }
 
     /// Waits until every operation in `operations` has finished, cancelling those still
-    /// running after `gracePeriod` (and then waiting for them too).
+    /// running after `gracePeriod` (and then waiting for them too). A grace period too long
+    /// to ever pass (see ``Swift/Duration/dispatchDelay``: past about 292 years, such as
+    /// `.seconds(Int64.max)`) is no limit.
     ///
     /// - Returns: The operations that finished before the grace period ended.
     private static func waitUntilFinished(_ operations: [Operation], before gracePeriod: Duration) async -> [Operation] {
         guard !operations.isEmpty else { return [] }
+        guard gracePeriod.dispatchDelay != nil else {
+            // Not slept: Task.sleep traps when the clock's now plus the period overflows
+            // (measured with .seconds(Int64.max), issue 24).
+            await waitUntilFinished(operations)
+            return operations
+        }
         return await withTaskGroup(of: Bool.self) { group -> [Operation] in
             group.addTask {
                 await waitUntilFinished(operations)
