@@ -180,13 +180,15 @@ struct CampaignTally: Codable, Sendable {
         firstViolations.append(Violation(scenario: -1, seed: 0, run: 0, kind: kind, detail: detail, plan: "", serverLog: []))
     }
 
-    mutating func record(_ scenario: CampaignScenario, run: Int, kind: String, detail: String, serverLog: [String]) {
+    /// Counts a violation; describes it (`detail` and `serverLog` are evaluated) only when it
+    /// is among the first few of its kind.
+    mutating func record(_ scenario: CampaignScenario, run: Int, kind: String, detail: () -> String, serverLog: () -> [String]) {
         violations += 1
         violationKinds[kind, default: 0] += 1
         if firstViolations.count < Self.reportedViolations,
            firstViolations.filter({ $0.kind == kind }).count < Self.reportedPerKind {
-            firstViolations.append(Violation(scenario: scenario.index, seed: scenario.seed, run: run + 1, kind: kind, detail: detail,
-                                             plan: scenario.description, serverLog: serverLog))
+            firstViolations.append(Violation(scenario: scenario.index, seed: scenario.seed, run: run + 1, kind: kind, detail: detail(),
+                                             plan: scenario.description, serverLog: serverLog()))
         }
     }
 
@@ -280,24 +282,62 @@ struct CampaignOracle {
             let tail = head == data.count ? 0 : trailingAgreement(data, version)
             return "v\(index) (\(version.length) B, \(version.entityTag ?? "no ETag"), \(version.lastModified ?? "no date")): "
                 + "first \(head) B agree" + (tail > 0 ? ", and the last \(tail) B (from offset \(data.count - tail))" : "")
-        }.joined(separator: "; ")
+        }.joined(separator: "; ") + (shiftedMatch(data).map { "; all of it is v\($0.0)'s bytes from offset \($0.1)" } ?? "")
     }
 
-    /// Whether `data` begins with an error answer's body (3 bytes of it at least, or as many
-    /// as come before the rest of a version at its own offsets) and goes on past it: a resume
-    /// that took the error page for held bytes.
+    /// Whether `data` begins with an error answer's body (3 bytes of it at least, or fewer
+    /// followed by a version's bytes at their own offsets) and goes on past it: a resume that
+    /// took the error page for held bytes.
     func startsWithErrorAnswerBody(_ data: Data) -> Bool {
         let bytes = [UInt8](data.prefix(64))
         let common = Self.errorAnswerBodies.map { body in zip(bytes, body.utf8).prefix { $0 == $1 }.count }.max() ?? 0
         if common >= 3 { return true }
+        guard common > 0, data.count > common else { return false }
+        // A byte or two of an error page, then a version's bytes at their own offsets.
+        let end = min(data.count, common + 8)
         return versions.contains { version in
-            let tail = trailingAgreement(data, version)
-            return tail > 0 && tail < data.count && data.count - tail <= common
+            let content = contents[version.contentKey] ?? []
+            return end <= version.length && Array(data[(data.startIndex + common)..<(data.startIndex + end)]) == Array(content[common..<end])
         }
     }
 
     static let errorAnswerBodies = ["range not satisfiable\n", "no such resource\n", "bad request\n"]
         + [403, 404, 408, 410, 429, 500, 502, 503, 504].map { "status \($0) from the campaign\n" }
+
+    /// What `data`, which is no whole version, looks like, for the kind of a violation.
+    func shape(_ data: Data) -> String {
+        if !prefixes(data).isEmpty { return "a true prefix, short" }
+        if Self.isErrorAnswerBody(data) { return "an error answer's body" }
+        if startsWithErrorAnswerBody(data) { return "an error answer's body, then other bytes" }
+        for first in versions {
+            let head = agreement(data, first)
+            guard head > 0 else { continue }
+            if versions.contains(where: { $0 != first && head + trailingAgreement(data, $0) >= data.count }) {
+                return "two versions spliced"
+            }
+        }
+        if shiftedMatch(data) != nil { return "a version's bytes at another offset" }
+        return "foreign bytes"
+    }
+
+    /// A version whose bytes from some offset other than 0 are all of `data`.
+    func shiftedMatch(_ data: Data) -> (Int, Int)? {
+        guard data.count >= 16 else { return nil }
+        let probe = [UInt8](data.prefix(16))
+        let all = [UInt8](data)
+        for (index, version) in versions.enumerated() where version.length > data.count {
+            let content = contents[version.contentKey] ?? []
+            var offset = 1
+            while offset + data.count <= version.length {
+                if content[offset] == probe[0], Array(content[offset..<(offset + 16)]) == probe,
+                   Array(content[offset..<(offset + data.count)]) == all {
+                    return (index, offset)
+                }
+                offset += 1
+            }
+        }
+        return nil
+    }
 
     /// Whether `data` is the start of a body the server sends with an error answer.
     static func isErrorAnswerBody(_ data: Data) -> Bool {
@@ -458,8 +498,8 @@ final class CampaignScenarioExecution: @unchecked Sendable {
         events.withLock { $0[event, default: 0] += 1 }
     }
 
-    private func violation(_ run: Int, _ kind: String, _ detail: String) {
-        tally.record(scenario, run: run, kind: kind, detail: detail, serverLog: servers.server.log(of: scenario.resource.key))
+    private func violation(_ run: Int, _ kind: String, _ detail: @autoclosure () -> String) {
+        tally.record(scenario, run: run, kind: kind, detail: detail, serverLog: { servers.server.log(of: scenario.resource.key) })
     }
 
     private func makeOperation(_ run: CampaignScenario.Run) -> HTTPRequestOperation {
@@ -625,9 +665,7 @@ final class CampaignScenarioExecution: @unchecked Sendable {
             if error == nil {
                 let body = operation.responseData ?? Data()
                 if !oracle.versions.contains(where: { oracle.isWhole(body, $0) }) {
-                    let prefix = !oracle.prefixes(body).isEmpty
-                    violation(number, prefix ? "success: a true prefix, short" : "success: not one whole version (spliced or foreign)",
-                              "memory body: " + oracle.describe(body))
+                    violation(number, "success: " + oracle.shape(body), "memory body: " + oracle.describe(body))
                 }
             }
             if let state = operation.resumeData, let why = oracle.checkWithoutBytes(state) {
@@ -650,14 +688,7 @@ final class CampaignScenarioExecution: @unchecked Sendable {
         }
         if error == nil {
             guard let held, oracle.versions.contains(where: { oracle.isWhole(held, $0) }) else {
-                let what = if let held, !oracle.prefixes(held).isEmpty {
-                    "success: a true prefix, short"
-                } else if let held, oracle.startsWithErrorAnswerBody(held) {
-                    "success: the file begins with an error answer's body"
-                } else {
-                    "success: not one whole version (spliced or foreign)"
-                }
-                violation(number, what, held.map(oracle.describe) ?? "no file")
+                violation(number, "success: " + (held.map(oracle.shape) ?? "no file"), held.map(oracle.describe) ?? "no file")
                 return
             }
             for (label, state) in states {
@@ -677,13 +708,7 @@ final class CampaignScenarioExecution: @unchecked Sendable {
                 "\(label): offset \(state.offset), validator \(state.validator.map { "\($0)" } ?? "none"), "
                     + "entityTag \(state.entityTag ?? "none"), lastModified \(state.lastModified ?? "none")"
             }.joined(separator: "; ")
-            let what = if CampaignOracle.isErrorAnswerBody(bytes) {
-                "failure: an error answer's body in the file" + (named.isEmpty ? "" : ", named by the resume state")
-            } else if oracle.startsWithErrorAnswerBody(bytes) {
-                "failure: an error answer's body, then other bytes"
-            } else {
-                "failure: not a prefix of one version"
-            }
+            let what = "failure: " + oracle.shape(bytes) + (CampaignOracle.isErrorAnswerBody(bytes) && !named.isEmpty ? ", named by the resume state" : "")
             violation(number, what, "after \(kind): " + oracle.describe(bytes) + "; " + stateText)
             return
         }
