@@ -49,9 +49,9 @@ extension AllTests {
             #endif
         }
 
-        static var scenarios: Int { count("SCENARIOS", plain: 5_000, sanitized: 300) }
-        static var writeLimited: Int { count("WRITE_LIMITED", plain: 400, sanitized: 60) }
-        static var environmentProxy: Int { count("ENVIRONMENT_PROXY", plain: 300, sanitized: 40) }
+        static var scenarios: Int { count("SCENARIOS", plain: 5_000, sanitized: 500) }
+        static var writeLimited: Int { count("WRITE_LIMITED", plain: 400, sanitized: 100) }
+        static var environmentProxy: Int { count("ENVIRONMENT_PROXY", plain: 300, sanitized: 60) }
         static var concurrency: Int { count("CONCURRENCY", plain: 32, sanitized: 8) }
         #if HTTPOPERATIONS_TSAN || HTTPOPERATIONS_ASAN
         static let runDeadlineSeconds = 60
