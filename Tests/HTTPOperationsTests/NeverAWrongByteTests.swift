@@ -94,6 +94,53 @@ extension AllTests {
             #expect(HTTPRequestOperation.download(URLRequest(url: url), to: file).resumingFrom != nil)
         }
 
+        // MARK: - Error answers to a first request
+
+        /// A 503 to a download to a file, dropped in the middle of its body, then the same
+        /// download again from its sidecar (found by the resume campaign, scenario 1050 of
+        /// seed 7361077317623012109). Before: the error page went into the file and the
+        /// sidecar named its length, so the next run asked for the bytes after it and spliced
+        /// the resource onto the error page ("success"). Now the file never holds the error
+        /// page: the second run gets the whole resource from byte 0.
+        @Test func anErrorAnswerNeverReachesTheFileNorItsResumeState() async throws {
+            let server = try AdversarialResumeServer.start()
+            defer { server.stop() }
+            let dropped = AdversarialStep.Drop(beforeHead: false, bodyFraction: 0.5, reset: false)
+            let resource = AdversarialResource(key: "error-then-range", entityTag: .strong, sendsLastModified: false,
+                                               length: 50_000, contentSeed: 1050,
+                                               script: [AdversarialStep(answer: .status(503), drop: dropped)], rangeScript: [])
+            server.register(resource)
+            let url = URL(string: "http://127.0.0.1:\(server.port)\(AdversarialResumeServer.path(of: resource.key))")!
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+
+            let first = HTTPRequestOperation.download(URLRequest(url: url), to: file).operation
+            first.retryPolicy = .none
+            let failed = try await run(first)
+            #expect((failed.error as? URLError)?.code == .networkConnectionLost, "\(String(describing: failed.error))")
+            #expect((try? Data(contentsOf: file))?.count ?? 0 == 0, "the error page must not be in the file")
+            #expect((first.resumeData?.offset ?? 0) == 0)
+
+            let second = HTTPRequestOperation.download(URLRequest(url: url), to: file).operation
+            let outcome = try await run(second)
+            #expect(outcome.error == nil, "\(String(describing: outcome.error))")
+            #expect(try Data(contentsOf: file) == Data(server.versions(of: resource.key)[0].content))
+            #expect(server.log(of: resource.key).allSatisfy { $0.contains("Range: -") }, "\(server.log(of: resource.key))")
+        }
+
+        /// A whole 404 to a download to a file: the status is the error and its body is the
+        /// operation's `responseData`; the file is left empty and no sidecar names it.
+        @Test func aNotFoundAnswerToAFileDownloadLeavesTheFileEmpty() async throws {
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            let op = HTTPRequestOperation.download(URLRequest(url: testServer.url(.jsonStatus(404))), to: file).operation
+            let outcome = try await run(op)
+            #expect((outcome.error as? ResponseValidationError)?.statusCode == 404, "\(String(describing: outcome.error))")
+            #expect(String(decoding: op.responseData ?? Data(), as: UTF8.self).contains("error 404 explained"))
+            #expect((try? Data(contentsOf: file))?.count ?? 0 == 0)
+            #expect(savedResumeData(beside: file) == nil)
+        }
+
         // MARK: - Both validators
 
         /// Only a Last-Modified names the version; the server ignores If-Range and answers a
@@ -230,7 +277,7 @@ extension AllTests {
         }
 
         /// A stream whose close takes a while: the window between the outcome and its report.
-        final class SlowClosingStream: OutputStream, @unchecked Sendable {
+        final class SlowClosingStream: OutputStream {
             let received = Mutex(0)
             override func open() {}
             override func write(_ buffer: UnsafePointer<UInt8>, maxLength len: Int) -> Int {

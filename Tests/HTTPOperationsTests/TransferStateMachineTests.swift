@@ -75,13 +75,83 @@ extension AllTests {
             #expect(machine.validator == .lastModified("Sat, 21 Nov 2026 10:00:00 GMT"))
         }
 
-        @Test func aNonSuccessStatusStillGoesToTheSinkWithoutNamingAVersion() {
+        /// An error answer (a final status outside 2xx that nothing replaces) is never part
+        /// of the bytes held: a file or stream gets none of its body, which is reported apart
+        /// (before: a 503's body went into the file, and a later resume continued after it).
+        @Test(arguments: [404, 503, 304, 302])
+        func anErrorAnswerIsNeverPartOfTheBytesHeldOfAFile(_ status: Int) {
+            var machine = Self.machine { $0.errorAnswerJoinsBody = false; $0.maximumRedirects = 0 }
+            _ = machine.begin(held: 0)
+            #expect(machine.headReceived(Self.head(status, ("Content-Length", "5"))) == .holdAside)
+            #expect(Self.body(&machine, 5) == .divert)
+            #expect(machine.held == 0)
+            #expect(machine.transferCompleted(error: nil) == .report(.responseHeldAside(intoSink: false)))
+            #expect(machine.validator == nil)
+        }
+
+        /// In memory the error answer's body is the operation's body (the serializer reports
+        /// it), but only once it is whole: it is held aside until then.
+        @Test func anErrorAnswerInMemoryBecomesTheBodyOnlyAtTheEnd() {
             var machine = Self.machine()
             _ = machine.begin(held: 0)
-            #expect(machine.headReceived(Self.head(404, ("Content-Length", "5"))) == .deliver(restartFromZero: false, newIdentity: false))
-            #expect(Self.body(&machine, 5) == .append)
-            #expect(machine.transferCompleted(error: nil) == .report(.success))
-            #expect(machine.validator == nil)
+            #expect(machine.headReceived(Self.head(404, ("Content-Length", "5"))) == .holdAside)
+            #expect(Self.body(&machine, 5) == .divert)
+            #expect(machine.held == 0)
+            #expect(machine.transferCompleted(error: nil) == .report(.responseHeldAside(intoSink: true)))
+        }
+
+        /// A pause in the middle of an error answer resumes from the bytes held before it, not
+        /// after the error page (before: `Range: bytes=<error page's length>-`, and the 206
+        /// appended to the error page was a success).
+        @Test func aPauseDuringAnErrorAnswerResumesFromTheBytesHeldBeforeIt() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(503, ("Content-Length", "100")))
+            #expect(Self.body(&machine, 40) == .divert)
+            #expect(machine.pause() == .paused(stopTransfer: true))
+            #expect(machine.resume() == .send(Machine.Send(rangeFrom: nil, validator: nil, reason: .resume)))
+        }
+
+        /// A dropped error answer is not retried as a drop mid-body and leaves nothing held.
+        @Test func aDroppedErrorAnswerFailsWithNothingHeld() {
+            var machine = Self.machine { $0.errorAnswerJoinsBody = false }
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(408, ("Content-Length", "100")))
+            #expect(Self.body(&machine, 40) == .divert)
+            #expect(machine.transferCompleted(error: Self.dropped()) == .report(.failure(.transport(Self.dropped()))))
+            #expect(machine.held == 0)
+        }
+
+        /// A write failed before a head arrived (its event still on its way): the head is
+        /// refused and the transfer's completion is that write failure, whatever curl says.
+        /// Before, the driver stopped the transfer from inside curl's header callback, and
+        /// the process died on `CurlMulti.remove`'s precondition (found by the campaign's
+        /// write-limited children).
+        @Test func aWriteFailureKnownAtAHeadEndsTheTransferWithIt() {
+            var machine = Self.machine()
+            _ = machine.begin(held: 0)
+            let full = URLError(.cannotWriteToFile)
+            machine.writerFailedBeforeHead(full)
+            #expect(machine.headReceived(Self.head(200)) == .abort)
+            #expect(machine.transferCompleted(error: URLError(.cannotWriteToFile)) == .report(.failure(.write(full))))
+        }
+
+        /// An error body in memory may be as large as a memory body; for a file, as large as
+        /// any body held aside.
+        @Test func anErrorAnswerHeldAsideHasTheSinksLimit() {
+            var memory = Self.machine { $0.provisionalBodyLimit = 10; $0.maximumBodySize = 100 }
+            _ = memory.begin(held: 0)
+            _ = memory.headReceived(Self.head(500))
+            #expect(Self.body(&memory, 100) == .divert)
+            #expect(Self.body(&memory, 1) == .abort)
+            #expect(memory.transferCompleted(error: nil) == .report(.failure(.bodyTooLarge(limit: 100))))
+
+            var file = Self.machine { $0.provisionalBodyLimit = 10; $0.maximumBodySize = nil; $0.errorAnswerJoinsBody = false }
+            _ = file.begin(held: 0)
+            _ = file.headReceived(Self.head(500))
+            #expect(Self.body(&file, 10) == .divert)
+            #expect(Self.body(&file, 1) == .abort)
+            #expect(file.transferCompleted(error: nil) == .report(.failure(.provisionalBodyTooLarge(limit: 10))))
         }
 
         // MARK: - Several heads on one transfer (curl's own authentication round)
@@ -214,8 +284,8 @@ extension AllTests {
         @Test func withRedirectsOffA3xxIsTheResponse() {
             var machine = Self.machine { $0.maximumRedirects = 0 }
             _ = machine.begin(held: 0)
-            #expect(machine.headReceived(Self.head(302, ("Location", "/x"))) == .deliver(restartFromZero: false, newIdentity: false))
-            #expect(machine.transferCompleted(error: nil) == .report(.success))
+            #expect(machine.headReceived(Self.head(302, ("Location", "/x"))) == .holdAside)
+            #expect(machine.transferCompleted(error: nil) == .report(.responseHeldAside(intoSink: true)))
         }
 
         @Test func challengesCountFailuresAndStopAfterThree() {
@@ -231,15 +301,15 @@ extension AllTests {
                 #expect(machine.transferCompleted(error: nil) == .challenge(previousFailureCount: expected))
             }
             _ = machine.decided(proceed: true)
-            #expect(machine.headReceived(Self.head(401)) == .deliver(restartFromZero: false, newIdentity: false),
-                    "after three rounds the challenge is the answer")
-            #expect(machine.transferCompleted(error: nil) == .report(.success))
+            #expect(machine.headReceived(Self.head(401)) == .holdAside, "after three rounds the challenge is the answer")
+            #expect(machine.transferCompleted(error: nil) == .report(.responseHeldAside(intoSink: true)))
         }
 
         @Test func withoutAChallengeBlockA401IsTheResponse() {
             var machine = Self.machine()
             _ = machine.begin(held: 0)
-            #expect(machine.headReceived(Self.head(401)) == .deliver(restartFromZero: false, newIdentity: false))
+            #expect(machine.headReceived(Self.head(401)) == .holdAside)
+            #expect(machine.transferCompleted(error: nil) == .report(.responseHeldAside(intoSink: true)))
         }
 
         // MARK: - Dropped connections

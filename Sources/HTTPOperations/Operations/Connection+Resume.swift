@@ -107,7 +107,9 @@ extension Connection {
                                   offset: written.bytes, expectedLength: length, destination: destination)
             (data.entityTag, data.lastModified) = (entityTag, lastModified)
             operation.state.withLock { $0.resumeData = data }
-            guard saving, let encoded = try? data.encoded() else { return }
+            // No bytes and no version (an error answer to a first request): nothing to resume
+            // from, so no sidecar is left beside the file for it.
+            guard saving, written.bytes > 0 || validator != nil, let encoded = try? data.encoded() else { return }
             try? PrivateFile.write(encoded, to: sidecar)
         }
     }

@@ -117,7 +117,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                      ? configuration.download.maximumBodySize : nil,
                                  canRestart: configuration.download.destination != nil || outputStream == nil,
                                  sendsOwnRange: sendsOwnRange,
-                                 expectsBody: method != "HEAD"),
+                                 expectsBody: method != "HEAD",
+                                 errorAnswerJoinsBody: configuration.download.destination == nil && outputStream == nil),
             validator: configuration.download.validator, entityTag: configuration.download.entityTag,
             lastModified: configuration.download.lastModified, knownLength: configuration.download.knownLength)
         self.firstTransfer = first
@@ -267,8 +268,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         guard transfer === self.transfer else { return false }
         if let error = sink?.writeError {
             // A write already failed (its event is on its way): nothing of this answer can be
-            // kept, and a restart from zero would empty nothing.
-            writerFailed(error)
+            // kept, and a restart from zero would empty nothing. The transfer is aborted and
+            // its completion reports the failure: this is inside curl's callback, where it
+            // cannot be stopped (it used to be, and crashed the process).
+            machine.writerFailedBeforeHead(error)
             return false
         }
         self.head = head
@@ -480,13 +483,15 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         case .responseHeldAside(let intoSink):
             let response = head.map { $0.httpURLResponse(for: request.url!) }
             if intoSink {
-                // A refused redirect or challenge: its body is the body.
+                // In memory, with nothing else held: an error answer, a refused redirect or
+                // challenge. Its body is the body (the serializer judges it).
                 bodyAside.withUnsafeBytes { sink?.write($0) }
                 machine.heldAsideMovedIntoSink()
                 finish(response: response, error: nil)
             } else {
-                // An error answer to a range request: reported, never mixed into the bytes held,
-                // and not a complete download: its resume data stays.
+                // An error answer to a download to a file or stream, or to a range request:
+                // reported, never mixed into the bytes held, and not a complete download: its
+                // resume data stays.
                 finish(response: response, error: nil, separateBody: bodyAside, complete: false)
             }
         case .failure(let failure):

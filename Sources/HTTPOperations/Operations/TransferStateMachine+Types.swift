@@ -30,6 +30,11 @@ extension TransferStateMachine {
         /// Whether a response body is expected at all (not for HEAD): only then must the bytes
         /// held reach the announced length.
         var expectsBody = true
+        /// Whether an error answer's body (a final status outside 2xx that nothing replaces)
+        /// becomes the body when nothing else is held: in memory, where it is what the
+        /// response serializer reports. Never for a file or a stream, which hold only bytes
+        /// of the resource: there it is reported apart.
+        var errorAnswerJoinsBody = true
     }
 
     /// Where the transfer is.
@@ -164,6 +169,9 @@ extension TransferStateMachine {
         var hasLocation = false
         /// Bytes of the current response held aside.
         var asideBytes: Int64 = 0
+        /// The current response is an error answer held aside (not one that may be replaced):
+        /// in memory it may be as large as a memory body.
+        var isErrorAnswer = false
         /// Why the machine stopped the transfer, which beats curl's word for it.
         var failure: Failure?
         /// A 416 said the bytes held are complete.

@@ -242,7 +242,7 @@ struct TransferStateMachine {
 
     /// The outcome when the response held aside is the result.
     var heldAsideOutcome: Outcome {
-        .responseHeldAside(intoSink: attempt.rangeFrom == nil && held == 0)
+        .responseHeldAside(intoSink: attempt.rangeFrom == nil && held == 0 && configuration.errorAnswerJoinsBody)
     }
 
     // MARK: - Heads
@@ -257,6 +257,7 @@ struct TransferStateMachine {
         attempt.status = head.statusCode
         attempt.hasLocation = false
         attempt.asideBytes = 0
+        attempt.isErrorAnswer = false
         attempt.completeWithoutBody = false
         attempt.retryAfter = nil
         if retryWanted(status: head.statusCode) {
@@ -325,6 +326,14 @@ struct TransferStateMachine {
             attempt.route = .aside
             return .holdAside
         }
+        // An error answer (or a redirect nobody follows) is not the resource: its body is
+        // held aside, never among the bytes held, so that neither a file nor a later range
+        // can continue after it. In memory it becomes the body once it ended.
+        guard (200...299).contains(head.statusCode) else {
+            attempt.route = .aside
+            attempt.isErrorAnswer = true
+            return .holdAside
+        }
         // Part of a resource where none was asked for (a proxy's or a cache's answer to
         // another request): there is no offset to put it at.
         if head.statusCode == 206, !configuration.sendsOwnRange {
@@ -385,10 +394,18 @@ struct TransferStateMachine {
         let count = Int64(count)
         switch attempt.route {
         case .aside:
-            let limit = configuration.provisionalBodyLimit
-            guard attempt.asideBytes + count <= limit else {
-                attempt.failure = .provisionalBodyTooLarge(limit: limit)
-                return .abort
+            if attempt.isErrorAnswer, let limit = configuration.maximumBodySize {
+                // In memory an error body may become the body: a memory body's limit.
+                guard attempt.asideBytes + count <= limit else {
+                    attempt.failure = .bodyTooLarge(limit: limit)
+                    return .abort
+                }
+            } else {
+                let limit = configuration.provisionalBodyLimit
+                guard attempt.asideBytes + count <= limit else {
+                    attempt.failure = .provisionalBodyTooLarge(limit: limit)
+                    return .abort
+                }
             }
             attempt.asideBytes += count
             return .divert
@@ -418,6 +435,15 @@ struct TransferStateMachine {
     mutating func writerFailed(_ error: URLError) -> Outcome? {
         guard phase != .finished else { return nil }
         return conclude(.failure(.write(error)))
+    }
+
+    /// A head arrived while the writer already holds a failure whose event has not come yet:
+    /// the transfer is aborted from inside curl's callback, and its completion reports the
+    /// write failure (it may not be stopped from there: curl forbids removing a transfer
+    /// from inside its callbacks).
+    mutating func writerFailedBeforeHead(_ error: URLError) {
+        guard phase == .transferring, attempt.failure == nil else { return }
+        attempt.failure = .write(error)
     }
 
     /// The writer made room. True when the transfer that waited for it should go on.
