@@ -168,8 +168,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// then, unless its outcome was given before. One timer for the whole operation: it
     /// covers transfers, retry waits, block decisions and pauses alike.
     private func armDeadline(after limit: Duration) {
-        let (seconds, attoseconds) = limit.components
-        let delay = DispatchTimeInterval.nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        // Longer than about 292 years is no limit (`.seconds(Int64.max)`): nothing to arm.
+        // Multiplying the seconds here trapped on the network thread for such a limit.
+        guard let delay = limit.dispatchDelay else { return }
         let connection = WeakConnection(self)
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
             NetworkThread.shared.perform {
