@@ -31,6 +31,8 @@ let package = Package(
         ),
         // rtnetlink for NetworkReachabilityManager: the netlink macros do not import into Swift.
         .target(name: "CNetlink"),
+        // The certification path OpenSSL verified (libcurl's TLS library), for pinning: libssl-dev.
+        .target(name: "CTLSPath", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // A mutex ThreadSanitizer can see, used only in builds with -DHTTPOPERATIONS_TSAN.
         .target(name: "SanitizerLocks"),
         .target(
@@ -38,6 +40,7 @@ let package = Package(
             dependencies: [
                 "CCurl",
                 "CNetlink",
+                "CTLSPath",
                 "SanitizerLocks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

@@ -26,6 +26,13 @@ public final class TLSTestServer: Sendable {
         case selfSigned
         /// Another self-signed leaf for the same names, alone: not the server pinned.
         case impostor
+        /// A mis-issued leaf for the same names (the intermediate signed it, the key is the
+        /// impostor's), sent with the intermediate and then the real leaf, appended: the
+        /// pinned certificate is sent, but on no path that was verified.
+        case misissuedWithTheRealLeafAppended
+        /// The self-signed impostor leaf, then the real leaf and the intermediate, appended:
+        /// for policies that allow invalid certificates.
+        case selfSignedImpostorWithTheRealLeafAppended
         /// The good chain, and a client certificate signed by the test root is required.
         case requiresClientCertificate
         /// The good chain, over TLS 1.2 at most.
@@ -48,6 +55,8 @@ public final class TLSTestServer: Sendable {
         case .wrongHost: (certificates.wrongHostLeaf, [certificates.intermediate])
         case .selfSigned: (certificates.selfSignedLeaf, [])
         case .impostor: (certificates.impostorLeaf, [])
+        case .misissuedWithTheRealLeafAppended: (certificates.misissuedLeaf, [certificates.intermediate, certificates.leaf])
+        case .selfSignedImpostorWithTheRealLeafAppended: (certificates.impostorLeaf, [certificates.leaf, certificates.intermediate])
         }
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try ([leaf] + chain).map { .certificate(try NIOSSLCertificate(bytes: Array($0.certificatePEM.utf8), format: .pem)) },

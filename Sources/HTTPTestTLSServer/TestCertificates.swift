@@ -35,6 +35,9 @@ public struct TestCertificates: Sendable {
     /// A second self-signed leaf for the same names, with another key: a server that is not
     /// the one pinned.
     public let impostorLeaf: TestIdentity
+    /// A leaf for the same names that the intermediate signed too, with a key of its own: a
+    /// mis-issued certificate, the threat pinning exists for.
+    public let misissuedLeaf: TestIdentity
     /// A client certificate signed by the root.
     public let client: TestIdentity
     /// A client certificate signed by nobody the server trusts.
@@ -69,6 +72,7 @@ public struct TestCertificates: Sendable {
         leaf = try serverLeaf("localhost", names: loopback, validity: (now - day, now + 30 * day))
         expiredLeaf = try serverLeaf("expired", names: loopback, validity: (now - 30 * day, now - day))
         wrongHostLeaf = try serverLeaf("wrong.example", names: [.dnsName("wrong.example")], validity: (now - day, now + 30 * day))
+        misissuedLeaf = try serverLeaf("localhost", names: loopback, validity: (now - day, now + 30 * day))
         func selfSigned(_ commonName: String) throws -> TestIdentity {
             let key = P256.Signing.PrivateKey()
             let name = try DistinguishedName { CommonName(commonName) }

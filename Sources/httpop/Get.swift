@@ -100,7 +100,11 @@ struct RequestOptions: ParsableArguments {
         saved.wait()
     }
 
-    /// A GET request for `url` with these headers and timeout.
+    /// A GET request for `url` with these headers and timeout, and a `User-Agent` naming
+    /// httpop and the library unless `-H` gives one (some APIs refuse requests without one).
+    ///
+    /// A header with CR, LF or NUL exits with status 1 and a message, before anything is
+    /// sent: Foundation would drop it silently and the request would go out without it.
     ///
     /// - Throws: `ValidationError` for a URL that is not absolute or a malformed header.
     func request(for url: String) throws -> URLRequest {
@@ -108,11 +112,21 @@ struct RequestOptions: ParsableArguments {
             throw ValidationError("'\(url)' is not an absolute URL")
         }
         var request = URLRequest(url: parsed, timeoutInterval: timeout)
+        request.setValue(Self.userAgent, forHTTPHeaderField: "User-Agent")
         for header in headers {
+            if header.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+                let shown = header.unicodeScalars.map { $0 == "\r" ? "\\r" : $0 == "\n" ? "\\n" : $0 == "\0" ? "\\0" : String($0) }.joined()
+                CommandFailure("error: the header '\(shown)' contains CR, LF or NUL; nothing was sent").exit()
+            }
             let parts = header.split(separator: ":", maxSplits: 1)
             guard parts.count == 2 else { throw ValidationError("'\(header)' is not a 'Name: value' header") }
-            request.addValue(parts[1].trimmingCharacters(in: .whitespaces), forHTTPHeaderField: String(parts[0]))
+            let name = String(parts[0])
+            if name.caseInsensitiveCompare("User-Agent") == .orderedSame { request.setValue(nil, forHTTPHeaderField: "User-Agent") }
+            request.addValue(parts[1].trimmingCharacters(in: .whitespaces), forHTTPHeaderField: name)
         }
         return request
     }
+
+    /// What httpop sends as `User-Agent` unless told otherwise.
+    static let userAgent = "httpop/\(httpOperationsVersion) HTTPOperations/\(httpOperationsVersion) (Linux; Swift)"
 }

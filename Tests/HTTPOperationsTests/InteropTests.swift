@@ -1,5 +1,6 @@
 import Foundation
 @testable import HTTPOperations
+import HTTPTestTLSServer
 import Synchronization
 import Testing
 
@@ -94,13 +95,18 @@ extension AllTests {
                 let (outcome, _) = try await get(SecurityPolicy.policy(withPinningMode: .certificate, pinnedCertificates: anchor))
                 #expect(outcome.error == nil, "\(String(describing: outcome.error))")
             }
-            // The authority's key is not in the chain nginx sends (the leaf alone).
-            let wrong = try SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: authority,
-                                           trustedCertificateAuthorities: authority)
+            // The authority's key is on the verified path (its anchor), though nginx sends
+            // its leaf alone (issue 25: pins are compared with the path, not what was sent).
+            let (authorityPinned, _) = try await get(SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: authority,
+                                                                   trustedCertificateAuthorities: authority))
+            #expect(authorityPinned.error == nil, "\(String(describing: authorityPinned.error))")
+            // A key on no certificate of the path is refused, and the error lists the path.
+            let stranger = try PublicKeyPin(TestCertificates.shared.leaf.publicKeyPin)
+            let wrong = try SecurityPolicy(pinningMode: .publicKey, pinnedPublicKeys: [stranger], trustedCertificateAuthorities: authority)
             let (refused, _) = try await get(wrong)
             let error = try #require(refused.error as? SecurityError)
-            #expect(error.reason == .pinMismatch(host: "localhost", mode: .publicKey, expected: [authority[0].publicKeyPin.description],
-                                                 received: [server[0].publicKeyPin.description]))
+            #expect(error.reason == .pinMismatch(host: "localhost", mode: .publicKey, expected: [stranger.description],
+                                                 received: [server[0].publicKeyPin.description, authority[0].publicKeyPin.description]))
             // Over HTTP/2 libcurl keeps a connection whose request was aborted; the one that
             // failed its pin check must not be, or the next request under the same policy
             // would ride it unchecked.
@@ -115,12 +121,13 @@ extension AllTests {
             let url = URL(string: nginx.tlsBaseURL + "/connection")!
             let authority = try TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile))
             let lax = try SecurityPolicy(trustedCertificateAuthorities: authority)
-            let strict = try SecurityPolicy(pinningMode: .publicKey, pinnedCertificates: authority, trustedCertificateAuthorities: authority)
+            let strict = try SecurityPolicy(pinningMode: .publicKey, pinnedPublicKeys: [PublicKeyPin(TestCertificates.shared.leaf.publicKeyPin)],
+                                            trustedCertificateAuthorities: authority)
             let first = HTTPRequestOperation(request: URLRequest(url: url))
             first.securityPolicy = lax
             #expect(try await run(first).error == nil)
             // HTTP/2: the lax connection is open and multiplexable; the strict request must
-            // not ride it (the authority's key is not in the chain nginx sends).
+            // not ride it unchecked (its pin is on no certificate of nginx's path).
             let second = HTTPRequestOperation(request: URLRequest(url: url))
             second.securityPolicy = strict
             #expect((try await run(second).error as? SecurityError)?.code == .pinMismatch)

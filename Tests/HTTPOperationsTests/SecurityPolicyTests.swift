@@ -51,7 +51,8 @@ extension AllTests {
             let error = try #require(outcome.error as? SecurityError)
             #expect(error.code == .pinMismatch)
             #expect(error.reason == .pinMismatch(host: "127.0.0.1", mode: .publicKey, expected: [pin.description],
-                                                 received: [Self.certificates.leaf.publicKeyPin, Self.certificates.intermediate.publicKeyPin]))
+                                                 received: [Self.certificates.leaf.publicKeyPin, Self.certificates.intermediate.publicKeyPin,
+                                                            Self.certificates.root.publicKeyPin]))
             #expect(error.description.contains("127.0.0.1") && error.description.contains(pin.description))
             #expect(server.http.receivedRequests.isEmpty, "a request reached the server: \(server.http.receivedRequests)")
         }
@@ -332,23 +333,37 @@ extension AllTests {
 
         // MARK: - The check itself, without I/O
 
-        @Test func theCheckComparesTheChainWithThePinsAndRefusesANewConnectionWithoutOne() throws {
+        @Test func theCheckComparesTheVerifiedPathWithThePinsAndRefusesAConnectionWithoutOne() throws {
             let leaf = Self.certificates.leaf, intermediate = Self.certificates.intermediate
-            let chain = [leaf.certificatePEM, intermediate.certificatePEM]
+            let path = [leaf.certificateDER, intermediate.certificateDER]
             let keyPolicy = try Self.trustingTheTestRoot(pinningMode: .publicKey, pinnedPublicKeys: [PublicKeyPin(intermediate.publicKeyPin)])
-            #expect(ServerTrustCheck(policy: keyPolicy, host: "h").evaluate(chain: chain, isNewConnection: true) == nil)
-            #expect(ServerTrustCheck(policy: keyPolicy, host: "h").evaluate(chain: [leaf.certificatePEM], isNewConnection: true)?.code == .pinMismatch)
-            // No chain: a reused connection was checked when it was made; a new one is refused.
-            #expect(ServerTrustCheck(policy: keyPolicy, host: "h").evaluate(chain: [], isNewConnection: false) == nil)
-            #expect(ServerTrustCheck(policy: keyPolicy, host: "h").evaluate(chain: [], isNewConnection: true)?.code == .certificateChainUnavailable)
-            #expect(ServerTrustCheck(policy: keyPolicy, host: "h").evaluate(chain: ["garbage"], isNewConnection: true) != nil)
-            // Certificate mode with nothing verified: a pinned certificate must be sent.
+            #expect(ServerTrustCheck(policy: keyPolicy, host: "h").evaluate(path: path) == nil)
+            #expect(ServerTrustCheck(policy: keyPolicy, host: "h").evaluate(path: [leaf.certificateDER])?.code == .pinMismatch)
+            // No path (reused or new connection alike): refused.
+            #expect(ServerTrustCheck(policy: keyPolicy, host: "h").evaluate(path: nil)?.code == .certificateChainUnavailable)
+            #expect(ServerTrustCheck(policy: keyPolicy, host: "h").evaluate(path: [])?.code == .certificateChainUnavailable)
+            #expect(ServerTrustCheck(policy: keyPolicy, host: "h").evaluate(path: [Data("garbage".utf8)]) != nil)
+            // Certificate mode: a pinned certificate must be on the path.
             let laxCertificates = try SecurityPolicy(pinningMode: .certificate, pinnedCertificates: [Self.certificate(intermediate)],
                                                      allowInvalidCertificates: true)
-            #expect(ServerTrustCheck(policy: laxCertificates, host: "h").evaluate(chain: chain, isNewConnection: true) == nil)
-            #expect(ServerTrustCheck(policy: laxCertificates, host: "h").evaluate(chain: [leaf.certificatePEM], isNewConnection: true)?.code == .pinMismatch)
+            #expect(ServerTrustCheck(policy: laxCertificates, host: "h").evaluate(path: path) == nil)
+            #expect(ServerTrustCheck(policy: laxCertificates, host: "h").evaluate(path: [leaf.certificateDER])?.code == .pinMismatch)
             // No pins, nothing to check.
-            #expect(ServerTrustCheck(policy: .default, host: "h").evaluate(chain: [], isNewConnection: true) == nil)
+            #expect(ServerTrustCheck(policy: .default, host: "h").evaluate(path: nil) == nil)
+        }
+
+        /// `pinned.example.com.` is the same host as `pinned.example.com` (a fully qualified
+        /// name): it gets that host's policy, whichever way either is spelled.
+        @Test func aHostWithATrailingDotGetsItsHostsPolicy() throws {
+            let pinned = try SecurityPolicy(pinningMode: .publicKey, pinnedPublicKeys: [PublicKeyPin(Self.certificates.leaf.publicKeyPin)])
+            var policies = HostSecurityPolicies(byHost: ["Pinned.Example.com": pinned])
+            #expect(policies.policy(for: "pinned.example.com.") == pinned)
+            #expect(policies.policy(for: "PINNED.example.com") == pinned)
+            #expect(policies.policy(forHostOf: URL(string: "https://pinned.example.com.:8443/x")) == pinned)
+            #expect(policies.policy(for: "other.example.com.") == .default)
+            policies.setPolicy(nil, for: "pinned.example.com.")
+            #expect(policies.policy(for: "pinned.example.com") == .default)
+            #expect(HostSecurityPolicies(byHost: ["dotted.example.": pinned]).policy(for: "dotted.example") == pinned)
         }
 
         // MARK: - Policies that make no sense

@@ -1,58 +1,58 @@
 import Foundation
 
-/// Compares the certificate chain a server showed with a policy's pins. Pure: the transfer
-/// hands it what libcurl reported (`CURLINFO_CERTINFO`) in `CURLOPT_PREREQFUNCTION`, after
-/// the handshake and before the first byte of the request, and aborts when it says no.
+/// Compares the certification path a connection was verified on with a policy's pins. Pure:
+/// the transfer hands it the path OpenSSL verified (`SSL_get0_verified_chain`, read through
+/// libcurl's `CURLINFO_TLS_SSL_PTR`) in `CURLOPT_PREREQFUNCTION`, after the handshake and
+/// before the first byte of each request, and aborts when it says no.
 ///
-/// What libcurl has already done by then: verified the chain against the policy's anchors
-/// (unless invalid certificates are allowed) and the host name (unless not validated). What
-/// is left is the pins:
+/// What the path is, and why not the certificates the server sent: a server may send any
+/// certificate it likes (certificates are public), so a mis-issued certificate for the host,
+/// with a key of its own, followed by the real server's certificate, would pass a check of
+/// what was *sent*. The verified path runs from the leaf, whose key the handshake proved, to
+/// the anchor that vouched for it, anchor included, whether or not the server sent it. That
+/// is what AFNetworking 2 compared too (the keys of the evaluated trust), so a pin of a CA's
+/// key works whether the server sends the CA or not, and survives leaf rotation.
 ///
-/// - ``SecurityPolicy/PinningMode/publicKey``: some certificate the server sent (leaf or
-///   intermediate; a root only if sent) has a pinned public key. libcurl's own
-///   `CURLOPT_PINNEDPUBLICKEY` looks at the leaf only, which would break pinning an
-///   intermediate, as AFNetworking users do, so the whole chain is checked here.
-/// - ``SecurityPolicy/PinningMode/certificate``: the pinned certificates are libcurl's only
-///   anchors, so a verified chain leads to one of them, whether the server sends it or not.
-///   When invalid certificates are allowed (nothing was verified), a pinned certificate must
-///   be among those sent, byte for byte.
+/// - ``SecurityPolicy/PinningMode/publicKey``: some certificate on the path has a pinned
+///   public key (leaf, intermediate or anchor).
+/// - ``SecurityPolicy/PinningMode/certificate``: a pinned certificate is on the path (the
+///   pins are libcurl's only anchors, so a verified path ends at one of them).
+/// - With invalid certificates allowed (nothing was verified), the path is the certificates
+///   whose signatures chain from the leaf: the pin must still be proven by the handshake.
 ///
-/// A reused connection shows no chain: it was checked when it was made, under the same
-/// policy (the policy's identity is part of libcurl's connection match, see
-/// ``SecurityPolicy``). A new connection that shows none is refused.
+/// Every transfer is checked, on a new connection or a reused one (an HTTP/2 stream
+/// multiplexed onto a connection included): the path belongs to the connection, and a
+/// transfer without one is refused.
 struct ServerTrustCheck {
     let policy: SecurityPolicy
     let host: String
 
     /// The refusal, or nil when the connection may carry the request.
     ///
-    /// - Parameters:
-    ///   - chain: The PEM of each certificate the server sent, leaf first; empty when libcurl
-    ///     reported none.
-    ///   - isNewConnection: The connection was made for this transfer.
-    func evaluate(chain: [String], isNewConnection: Bool) -> SecurityError? {
-        switch parse(chain) {
-        case .success(let certificates): evaluate(certificates: certificates, isNewConnection: isNewConnection)
+    /// - Parameter path: The DER of each certificate on the verified path, leaf first; nil
+    ///   when the connection has none (no TLS session, or one resumed without a handshake).
+    func evaluate(path: [Data]?) -> SecurityError? {
+        switch parse(path) {
+        case .success(let certificates): evaluate(certificates: certificates)
         case .failure(let refusal): policy.pinningMode == .none ? nil : refusal
         }
     }
 
-    /// The certificates of `chain` (PEM, as libcurl reports them), parsed once for every
-    /// check that needs them; a chain that does not parse is a refusal.
-    func parse(_ chain: [String]) -> Result<[TLSCertificate], SecurityError> {
+    /// The certificates of `path`, parsed once for every check that needs them; a missing
+    /// path, or one that does not parse, is a refusal.
+    func parse(_ path: [Data]?) -> Result<[TLSCertificate], SecurityError> {
+        guard let path, !path.isEmpty else { return .failure(SecurityError(.certificateChainUnavailable(host: host))) }
         do {
-            return .success(try chain.flatMap { try TLSCertificate.certificates(in: Data($0.utf8), source: "(\(host)'s chain)") })
+            return .success(try path.map { try TLSCertificate(derEncoded: $0) })
         } catch {
             return .failure(error as? SecurityError ?? SecurityError(.certificateChainUnavailable(host: host)))
         }
     }
 
-    /// ``evaluate(chain:isNewConnection:)`` for a chain already parsed.
-    func evaluate(certificates: [TLSCertificate], isNewConnection: Bool) -> SecurityError? {
+    /// ``evaluate(path:)`` for a path already parsed.
+    func evaluate(certificates: [TLSCertificate]) -> SecurityError? {
         guard policy.pinningMode != .none else { return nil }
-        guard !certificates.isEmpty else {
-            return isNewConnection ? SecurityError(.certificateChainUnavailable(host: host)) : nil
-        }
+        guard !certificates.isEmpty else { return SecurityError(.certificateChainUnavailable(host: host)) }
         switch policy.pinningMode {
         case .none:
             return nil
@@ -62,8 +62,6 @@ struct ServerTrustCheck {
                                               expected: policy.pinnedPublicKeys.map(\.description).sorted(),
                                               received: certificates.map(\.publicKeyPin.description)))
         case .certificate:
-            // Verified against the pins as sole anchors: the chain ends at one of them.
-            if !policy.allowInvalidCertificates { return nil }
             let pinned = Set(policy.pinnedCertificates.map(\.derEncoded))
             if certificates.contains(where: { pinned.contains($0.derEncoded) }) { return nil }
             return SecurityError(.pinMismatch(host: host, mode: .certificate,

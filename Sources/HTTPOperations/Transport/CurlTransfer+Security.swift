@@ -1,4 +1,5 @@
 import CCurl
+import CTLSPath
 import Foundation
 
 /// How a ``SecurityPolicy`` and the allowed schemes become libcurl options, and the pin check
@@ -38,11 +39,10 @@ extension CurlTransfer {
         if let identity = policy.clientIdentity {
             configureClientIdentity(identity)
         }
-        // Pins and the block judge TLS servers; a plain http request has no chain to show.
+        // Pins and the block judge TLS servers; a plain http request has no path to check.
         if policy.pinningMode != .none || evaluation != nil, request.url.scheme?.lowercased() == "https" {
-            setLong(CURLOPT_CERTINFO, 1)
-            // A resumed TLS session shows no chain: every new connection does a full handshake
-            // and shows the chain it is checked against.
+            // A resumed TLS session has no verified path (no certificates were exchanged):
+            // every new connection does a full handshake.
             setLong(CURLOPT_SSL_SESSIONID_CACHE, 0)
             ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, userData)
             ccurl_easy_setopt_prereq_callback(easy) { userData, _, _, _, _ in
@@ -73,31 +73,28 @@ extension CurlTransfer {
         }
     }
 
-    /// `CURLOPT_PREREQFUNCTION`: the connection is made (TLS included) and nothing is sent
-    /// yet. Compares the chain with the pins; on a refusal, aborts the transfer and forbids
-    /// reuse, so the connection is closed rather than kept for the next request (an HTTP/2
-    /// connection would otherwise stay in curl's cache, unchecked).
+    /// `CURLOPT_PREREQFUNCTION`: the connection is made (TLS included) or reused, and nothing
+    /// is sent yet. Compares the path the connection was verified on with the pins, for every
+    /// transfer (a reused connection and a multiplexed HTTP/2 stream are checked like a new
+    /// one); on a refusal, aborts the transfer and forbids reuse, so the connection is closed
+    /// rather than kept for the next request.
     ///
-    /// Then, with a server-trust block, a new connection to a server it has not approved stops
-    /// here too, and the block is asked off the network thread (``pendingServerTrust``); the
-    /// request is sent again once it says yes.
+    /// Then, with a server-trust block, a server the block has not approved stops here too, and
+    /// the block is asked off the network thread (``pendingServerTrust``); the request is sent
+    /// again once it says yes.
     private func checkServerTrust() -> Int32 {
         let host = request.url.host ?? ""
-        let isNew = madeNewConnection
         let check = ServerTrustCheck(policy: request.securityPolicy, host: host)
         // Parsed once, for the pins and for the block.
         let certificates: [TLSCertificate]
-        switch check.parse(certificateChain()) {
+        switch check.parse(verifiedPath()) {
         case .success(let parsed): certificates = parsed
         case .failure(let refusal): return refuse(SecurityError(refusal.reason, url: request.url))
         }
-        if let refusal = check.evaluate(certificates: certificates, isNewConnection: isNew) {
+        if let refusal = check.evaluate(certificates: certificates) {
             return refuse(SecurityError(refusal.reason, url: request.url))
         }
-        if let evaluation = request.serverTrustEvaluation, isNew {
-            guard !certificates.isEmpty else {
-                return refuse(SecurityError(.certificateChainUnavailable(host: host), url: request.url))
-            }
+        if let evaluation = request.serverTrustEvaluation {
             let trust = ServerTrust(host: host, port: request.url.port ?? 443, certificates: certificates,
                                     policy: request.securityPolicy)
             if !evaluation.isApproved(trust) {
@@ -116,30 +113,21 @@ extension CurlTransfer {
         return Int32(ccurl_prereqfunc_abort)
     }
 
-    /// The PEM of each certificate the server sent on this transfer's connection, leaf first
-    /// (`CURLINFO_CERTINFO`); empty on a reused connection.
-    private func certificateChain() -> [String] {
-        var info: UnsafeMutablePointer<curl_certinfo>?
-        guard ccurl_easy_getinfo_certinfo(easy, &info) == CURLE_OK, let info, let lists = info.pointee.certinfo else {
-            return []
-        }
-        var chain: [String] = []
-        for index in 0..<Int(info.pointee.num_of_certs) {
-            var node = lists[index]
-            while let current = node {
-                let line = String(cString: current.pointee.data)
-                if line.hasPrefix("Cert:") { chain.append(String(line.dropFirst("Cert:".count))) }
-                node = current.pointee.next
+    /// The DER of each certificate on the path OpenSSL verified for this transfer's
+    /// connection, leaf first, anchor last (see `ctlspath.h`); nil when there is none (no TLS
+    /// session, another TLS backend, a session resumed without certificates).
+    private func verifiedPath() -> [Data]? {
+        var pointer: UnsafeMutableRawPointer?
+        guard ccurl_easy_getinfo_pointer(easy, CURLINFO_TLS_SSL_PTR, &pointer) == CURLE_OK, let pointer else { return nil }
+        let session = pointer.assumingMemoryBound(to: curl_tlssessioninfo.self).pointee
+        guard session.backend == CURLSSLBACKEND_OPENSSL, let ssl = session.internals else { return nil }
+        var path: [Data] = []
+        let count = withUnsafeMutablePointer(to: &path) { path in
+            httpop_tls_verified_path(ssl, path) { context, der, length in
+                guard let context, let der else { return }
+                context.assumingMemoryBound(to: [Data].self).pointee.append(Data(bytes: der, count: length))
             }
         }
-        return chain
-    }
-
-    /// Whether this transfer made its connection rather than reuse one
-    /// (`CURLINFO_NUM_CONNECTS`).
-    private var madeNewConnection: Bool {
-        var count = 0
-        guard ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &count) == CURLE_OK else { return true }
-        return count > 0
+        return count > 0 ? path : nil
     }
 }

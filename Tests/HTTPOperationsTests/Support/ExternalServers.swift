@@ -96,6 +96,10 @@ struct Nginx: Sendable {
     /// A TLS port that demands a client certificate signed by the test authority
     /// (`client.pem` and `client.key` in ``prefix``); `/client` answers its subject.
     let mutualTLSPort: Int
+    /// A TLS port (HTTP/2 too) whose server is an impostor: a certificate for localhost that
+    /// the test authority signed, with a key of its own (a mis-issued certificate), followed
+    /// by the real server's certificate (``serverCertificateFile``) in the chain it sends.
+    let impostorPort: Int
     /// The PEM file of the certificate authority that signed the server's certificate.
     let certificateAuthorityFile: String
     let prefix: String
@@ -145,6 +149,7 @@ struct Nginx: Sendable {
         let ca = prefix + "/ca.pem", caKey = prefix + "/ca.key", key = prefix + "/server.key"
         let csr = prefix + "/server.csr", cert = prefix + "/server.pem", ext = prefix + "/server.ext"
         let clientKey = prefix + "/client.key", clientCSR = prefix + "/client.csr", clientCert = prefix + "/client.pem"
+        let impostorKey = prefix + "/impostor.key", impostorCSR = prefix + "/impostor.csr", impostorCert = prefix + "/impostor.pem"
         try Data("subjectAltName=DNS:localhost,IP:127.0.0.1\n".utf8).write(to: URL(fileURLWithPath: ext))
         let steps: [[String]] = [
             ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", caKey, "-out", ca, "-days", "2", "-subj", "/CN=HTTPOperations test CA"],
@@ -153,11 +158,20 @@ struct Nginx: Sendable {
             // A client certificate from the same authority, for the port that demands one.
             ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", clientKey, "-out", clientCSR, "-subj", "/CN=httpop client"],
             ["x509", "-req", "-in", clientCSR, "-CA", ca, "-CAkey", caKey, "-CAcreateserial", "-out", clientCert, "-days", "2"],
+            // The impostor: the same names from the same authority, another key.
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", impostorKey, "-out", impostorCSR, "-subj", "/CN=localhost"],
+            ["x509", "-req", "-in", impostorCSR, "-CA", ca, "-CAkey", caKey, "-CAcreateserial", "-out", impostorCert, "-days", "2",
+             "-extfile", ext],
         ]
         for step in steps where run("/usr/bin/openssl", step) != 0 {
             throw ServerError("openssl \(step.first ?? "") failed")
         }
+        // What the impostor sends: its own certificate, then the real server's, appended.
+        let impostorChain = prefix + "/impostor-chain.pem"
+        try (Data(contentsOf: URL(fileURLWithPath: impostorCert)) + Data(contentsOf: URL(fileURLWithPath: cert)))
+            .write(to: URL(fileURLWithPath: impostorChain))
         let port = try freeLoopbackPort(), tlsPort = try freeLoopbackPort(), mutualTLSPort = try freeLoopbackPort()
+        let impostorPort = try freeLoopbackPort()
         let config = Self.configuration(prefix: prefix, http: """
             log_format ranges escape=none '$uri $status range="$http_range" if_range="$http_if_range"';
             access_log \(prefix)/logs/access.log ranges;
@@ -189,12 +203,20 @@ struct Nginx: Sendable {
                 root \(prefix)/www;
                 location = /client { return 200 "$ssl_client_s_dn"; }
             }
+            server {
+                listen 127.0.0.1:\(impostorPort) ssl http2;
+                ssl_certificate \(impostorChain);
+                ssl_certificate_key \(impostorKey);
+                root \(prefix)/www;
+            }
         """)
         try Data(config.utf8).write(to: URL(fileURLWithPath: prefix + "/nginx.conf"))
         let process = try ManagedProcess.start(nginx, ["-c", prefix + "/nginx.conf", "-p", prefix], port: port, removing: prefix)
         try waitUntilAccepting(port: tlsPort, timeout: 20)
         try waitUntilAccepting(port: mutualTLSPort, timeout: 20)
-        return Nginx(process: process, tlsPort: tlsPort, mutualTLSPort: mutualTLSPort, certificateAuthorityFile: ca, prefix: prefix)
+        try waitUntilAccepting(port: impostorPort, timeout: 20)
+        return Nginx(process: process, tlsPort: tlsPort, mutualTLSPort: mutualTLSPort, impostorPort: impostorPort,
+                     certificateAuthorityFile: ca, prefix: prefix)
     }
 }
 
