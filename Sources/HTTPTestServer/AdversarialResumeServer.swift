@@ -132,6 +132,10 @@ public struct AdversarialStep: Sendable, Codable, CustomStringConvertible {
         case wrongStart206(Double)
         /// A `206` for the range asked without `Content-Range`.
         case missingContentRange206
+        /// A `206` whose body runs past the last byte its `Content-Range` names: the bytes
+        /// after it are not the resource's (a client sees it: the body outgrows the range).
+        /// The fraction picks how many of the bytes asked for the `Content-Range` names.
+        case overlong206(Double)
         /// `416` with `Content-Range: bytes */<length>`, even for a range that could be served.
         case unsatisfiable416
         /// This status (4xx, 5xx) with a short text body.
@@ -145,6 +149,7 @@ public struct AdversarialStep: Sendable, Codable, CustomStringConvertible {
             case .overlapping206(let f): "overlapping 206 (\(String(format: "%.2f", f)))"
             case .wrongStart206(let f): "late-start 206 (\(String(format: "%.2f", f)))"
             case .missingContentRange206: "206 without Content-Range"
+            case .overlong206(let f): "overlong 206 (\(String(format: "%.2f", f)))"
             case .unsatisfiable416: "416"
             case .status(let code): "status \(code)"
             }
@@ -680,6 +685,12 @@ struct ResourceState: Sendable {
                     decided = partial(first + 1 + min(remaining - 2, Int(fraction * Double(remaining - 1))), last)
                 case .missingContentRange206:
                     decided = partial(first, last, contentRange: false)
+                case .overlong206(let fraction) where remaining >= 2:
+                    let named = partial(first, first + min(remaining - 2, Int(fraction * Double(remaining - 1))))
+                    let extra = remaining - named.2.count
+                    // Bytes past the Content-Range that are no byte of any version.
+                    decided = (named.0, named.1, named.2 + [UInt8](repeating: 0x5A, count: extra),
+                               named.3 + ", then \(extra) B more than it names")
                 case .unsatisfiable416:
                     decided = unsatisfiable()
                 default:
@@ -725,6 +736,7 @@ extension AdversarialStep.Answer {
         case .overlapping206: "overlapping 206"
         case .wrongStart206: "late-start 206"
         case .missingContentRange206: "206 without Content-Range"
+        case .overlong206: "overlong 206"
         case .unsatisfiable416: "416"
         case .status(let code): "status \(code)"
         }

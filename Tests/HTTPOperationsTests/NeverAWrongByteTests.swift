@@ -141,6 +141,47 @@ extension AllTests {
             #expect(savedResumeData(beside: file) == nil)
         }
 
+        /// A 203 (another 2xx) answering the automatic resume after a drop: a typed failure
+        /// with the partial file and its resume data kept (found by review: before, the
+        /// operation succeeded with 30,000 of 100,000 bytes in the file and no integrity
+        /// check ran).
+        @Test func anotherSuccessStatusToAResumeIsAFailure() async throws {
+            var options = ResumableOptions()
+            options.dropAfter = 30_000
+            options.rangeStatus = 203
+            let url = testServer.url(.resumable(size: Self.size, options: options))
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            let op = HTTPRequestOperation.download(URLRequest(url: url), to: file).operation
+            op.retryPolicy = RetryPolicy(maximumRetries: 3, initialDelay: 0.01)
+            op.expectedSHA256 = sha256(ResumableOptions.content(version: 0, count: Self.size))
+            let outcome = try await run(op)
+            #expect((outcome.error as? ResumeError)?.reason == .unexpectedStatus(203), "\(String(describing: outcome.error))")
+            let held = try Data(contentsOf: file)
+            #expect(held == ResumableOptions.content(version: 0, count: held.count) && held.count < Self.size)
+            #expect(savedResumeData(beside: file)?.offset == Int64(held.count))
+        }
+
+        /// A byte-range request of the caller's own (`Range: bytes=100-`) dropped mid-body
+        /// leaves no resume data: its bytes start at 100, and resume data would have a later
+        /// run append `bytes=<held>-` of the resource after them (found by review: a spliced
+        /// "success").
+        @Test func aByteRangeDownloadLeavesNoResumeStateToSpliceFrom() async throws {
+            var options = ResumableOptions()
+            options.dropAfter = 30_000
+            let url = testServer.url(.resumable(size: Self.size, options: options))
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            var request = URLRequest(url: url)
+            request.setValue("bytes=100-", forHTTPHeaderField: "Range")
+            let op = HTTPRequestOperation.download(request, to: file).operation
+            op.retryPolicy = .none
+            let outcome = try await run(op)
+            #expect(outcome.error != nil)
+            #expect(op.resumeData == nil)
+            #expect(savedResumeData(beside: file) == nil)
+        }
+
         // MARK: - Both validators
 
         /// Only a Last-Modified names the version; the server ignores If-Range and answers a

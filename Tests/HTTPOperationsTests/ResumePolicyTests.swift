@@ -9,9 +9,10 @@ extension AllTests {
 
         @Test(arguments: [
             // 206 at the offset appends; the complete length comes from Content-Range.
-            (206, "bytes 100-999/1000", 100, nil, Decision.append(completeLength: 1000)),
-            (206, "bytes 100-999/*", 100, 1000, Decision.append(completeLength: 1000)),
-            (206, "bytes 100-999/*", 100, nil, Decision.append(completeLength: nil)),
+            (206, "bytes 100-999/1000", 100, nil, Decision.append(completeLength: 1000, end: 1000)),
+            (206, "bytes 100-999/*", 100, 1000, Decision.append(completeLength: 1000, end: 1000)),
+            (206, "bytes 100-999/*", 100, nil, Decision.append(completeLength: nil, end: 1000)),
+            (206, "bytes 100-499/1000", 100, nil, Decision.append(completeLength: 1000, end: 500)),
             // 206 at another offset, a malformed or missing range, or a changed length refuse.
             (206, "bytes 0-999/1000", 100, nil, Decision.refuse(.rangeStartMismatch(expected: 100, received: 0))),
             (206, "bytes 200-999/1000", 100, 1000, Decision.refuse(.rangeStartMismatch(expected: 100, received: 200))),
@@ -28,6 +29,11 @@ extension AllTests {
             (416, "bytes */1000", 900, 1000, Decision.refuse(.unsatisfiableRange(held: 900, length: 1000))),
             (416, nil, 1000, 1000, Decision.refuse(.unsatisfiableRange(held: 1000, length: nil))),
             (416, "bytes */1000", 1000, 1200, Decision.refuse(.unsatisfiableRange(held: 1000, length: 1000))),
+            // Another 2xx is neither part of the resource nor the whole of it (before: reported
+            // as a success beside a partial file).
+            (203, nil, 100, 1000, Decision.refuse(.unexpectedStatus(203))),
+            (204, nil, 100, 1000, Decision.refuse(.unexpectedStatus(204))),
+            (202, nil, 100, nil, Decision.refuse(.unexpectedStatus(202))),
             // Anything else is not an answer to the range.
             (404, nil, 100, nil, Decision.notARangeAnswer),
             (503, nil, 100, nil, Decision.notARangeAnswer),

@@ -136,6 +136,48 @@ extension AllTests {
             #expect(machine.transferCompleted(error: URLError(.cannotWriteToFile)) == .report(.failure(.write(full))))
         }
 
+        /// A 206 whose body runs past the last byte its `Content-Range` names: the chunk that
+        /// would cross it is refused before it is appended (before: 600 bytes appended for a
+        /// range of 100, and "success" once held reached the length).
+        @Test func aPartialBodyLongerThanItsContentRangeIsRefused() {
+            var machine = Self.resuming(held: 400)
+            let head = Self.head(206, ("Content-Range", "bytes 400-499/1000"), ("ETag", Self.etag))
+            #expect(machine.headReceived(head) == .deliver(restartFromZero: false, newIdentity: false))
+            #expect(Self.body(&machine, 100) == .append)
+            #expect(Self.body(&machine, 1) == .abort)
+            #expect(machine.held == 500)
+            #expect(machine.transferCompleted(error: URLError(.cannotWriteToFile))
+                        == .report(.failure(.resume(.bodyExceedsContentRange(last: 499)))))
+        }
+
+        /// A 416 is "already complete" only for the version held: a validator in it that names
+        /// another version refuses it (before: 500 bytes of the old version were a complete
+        /// download when no length was known, a server ignoring If-Range having changed it).
+        @Test func a416NamingAnotherVersionIsNotComplete() {
+            var machine = Self.machine(validator: .entityTag(Self.etag), knownLength: nil)
+            _ = machine.begin(held: 500)
+            let head = Self.head(416, ("Content-Range", "bytes */500"), ("ETag", #""v2""#))
+            #expect(machine.headReceived(head) == .abort)
+            #expect(machine.transferCompleted(error: nil) == .report(.failure(.resume(.validatorChanged(expected: Self.etag, received: #""v2""#)))))
+
+            var same = Self.machine(validator: .entityTag(Self.etag), knownLength: nil)
+            _ = same.begin(held: 500)
+            _ = same.headReceived(Self.head(416, ("Content-Range", "bytes */500"), ("ETag", Self.etag)))
+            #expect(same.transferCompleted(error: nil) == .report(.completeFromHeld))
+        }
+
+        /// An error body larger than may be held aside, for a file: its first bytes are kept
+        /// for the error and the rest dropped, so the status is still the error (before the
+        /// limit ended the download with `.provisionalBodyTooLarge` and no status).
+        @Test func aLargeErrorBodyForAFileKeepsItsStatus() {
+            var machine = Self.machine { $0.provisionalBodyLimit = 10; $0.maximumBodySize = nil; $0.errorAnswerJoinsBody = false }
+            _ = machine.begin(held: 0)
+            _ = machine.headReceived(Self.head(500))
+            #expect(Self.body(&machine, 10) == .divert)
+            #expect(Self.body(&machine, 5) == .discard)
+            #expect(machine.transferCompleted(error: nil) == .report(.responseHeldAside(intoSink: false)))
+        }
+
         /// An error body in memory may be as large as a memory body; for a file, as large as
         /// any body held aside.
         @Test func anErrorAnswerHeldAsideHasTheSinksLimit() {
@@ -146,9 +188,10 @@ extension AllTests {
             #expect(Self.body(&memory, 1) == .abort)
             #expect(memory.transferCompleted(error: nil) == .report(.failure(.bodyTooLarge(limit: 100))))
 
+            // A redirect body that may still be replaced keeps the aside limit.
             var file = Self.machine { $0.provisionalBodyLimit = 10; $0.maximumBodySize = nil; $0.errorAnswerJoinsBody = false }
             _ = file.begin(held: 0)
-            _ = file.headReceived(Self.head(500))
+            _ = file.headReceived(Self.head(302, ("Location", "/x")))
             #expect(Self.body(&file, 10) == .divert)
             #expect(Self.body(&file, 1) == .abort)
             #expect(file.transferCompleted(error: nil) == .report(.failure(.provisionalBodyTooLarge(limit: 10))))

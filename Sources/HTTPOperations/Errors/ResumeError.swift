@@ -22,6 +22,8 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
             case validatorChanged(expected: String, received: String)
             case unrequestedPartialContent
             case incomplete(held: Int64, length: Int64)
+            case unexpectedStatus(Int)
+            case bodyExceedsContentRange(last: Int64)
         }
 
         let kind: Kind
@@ -65,6 +67,18 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
             Reason(kind: .incomplete(held: held, length: length))
         }
 
+        /// A 2xx other than 200 and 206 answering a range request: neither part of the
+        /// resource nor the whole of it, so the download is not complete (a 203, a 204).
+        public static func unexpectedStatus(_ status: Int) -> Reason {
+            Reason(kind: .unexpectedStatus(status))
+        }
+
+        /// A 206 whose body runs past the last byte its `Content-Range` names: the bytes after
+        /// it are at no known offset. Nothing past that byte was appended.
+        public static func bodyExceedsContentRange(last: Int64) -> Reason {
+            Reason(kind: .bodyExceedsContentRange(last: last))
+        }
+
         /// The kind, without the values.
         public var code: Code {
             switch kind {
@@ -76,6 +90,8 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
             case .validatorChanged: .validatorChanged
             case .unrequestedPartialContent: .unrequestedPartialContent
             case .incomplete: .incomplete
+            case .unexpectedStatus: .unexpectedStatus
+            case .bodyExceedsContentRange: .bodyExceedsContentRange
             }
         }
 
@@ -98,6 +114,10 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
                 "the server sent part of the resource (206) to a request that asked for no range"
             case .incomplete(let held, let length):
                 "the server stopped after \(held) of \(length) bytes and no further request is allowed"
+            case .unexpectedStatus(let status):
+                "the server answered the range with \(status), which is neither part of the resource (206) nor all of it (200)"
+            case .bodyExceedsContentRange(let last):
+                "the 206 response's body runs past byte \(last), the last its Content-Range names"
             }
         }
     }
@@ -139,4 +159,8 @@ extension ErrorCode where Domain == ResumeError {
     public static var unrequestedPartialContent: Self { Self("unrequestedPartialContent") }
     /// See ``ResumeError/Reason/incomplete(held:length:)``.
     public static var incomplete: Self { Self("incomplete") }
+    /// See ``ResumeError/Reason/unexpectedStatus(_:)``.
+    public static var unexpectedStatus: Self { Self("unexpectedStatus") }
+    /// See ``ResumeError/Reason/bodyExceedsContentRange(last:)``.
+    public static var bodyExceedsContentRange: Self { Self("bodyExceedsContentRange") }
 }

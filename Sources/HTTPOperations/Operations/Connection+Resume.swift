@@ -94,6 +94,10 @@ extension Connection {
     /// download continues from the URL the caller asked for.
     func publishResumeData(saving: Bool) {
         publishMetricsIfChanged()
+        // A byte-range request of the caller's own holds bytes from its own offset: resume
+        // data (a Range from the bytes held, without the caller's) would splice the resource
+        // after them. Asking again starts that range over instead.
+        guard !machine.configuration.sendsOwnRange else { return }
         guard let sink, let destination = sink.destination, let url = originalRequest.url else { return }
         // Secrets stay out of the file: credential fields (ResumeData drops them) and the
         // fields the caller named sensitive.
@@ -107,9 +111,15 @@ extension Connection {
                                   offset: written.bytes, expectedLength: length, destination: destination)
             (data.entityTag, data.lastModified) = (entityTag, lastModified)
             operation.state.withLock { $0.resumeData = data }
-            // No bytes and no version (an error answer to a first request): nothing to resume
-            // from, so no sidecar is left beside the file for it.
-            guard saving, written.bytes > 0 || validator != nil, let encoded = try? data.encoded() else { return }
+            guard saving else { return }
+            // No bytes and no version (an error answer to a first request, or a file emptied
+            // for a version with no validator): nothing to resume from. A sidecar left from
+            // before would name bytes the file no longer holds, so it goes.
+            guard written.bytes > 0 || validator != nil else {
+                try? FileManager.default.removeItem(at: sidecar)
+                return
+            }
+            guard let encoded = try? data.encoded() else { return }
             try? PrivateFile.write(encoded, to: sidecar)
         }
     }

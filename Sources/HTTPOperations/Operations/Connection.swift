@@ -311,6 +311,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         case .divert:
             bodyAside.append(contentsOf: bytes)
             return .taken
+        case .discard:
+            return .taken
         case .wait:
             // The writer is behind: curl keeps these bytes and stops reading the socket.
             return .later

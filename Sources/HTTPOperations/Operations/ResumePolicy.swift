@@ -95,8 +95,9 @@ struct ContentRange: Equatable {
 enum ResumePolicy {
     /// What to do with the answer.
     enum Decision: Equatable {
-        /// 206 at the right offset: append the body; the complete length when known.
-        case append(completeLength: Int64?)
+        /// 206 at the right offset: append the body, up to `end` (one past the last byte its
+        /// `Content-Range` names); the complete length when known.
+        case append(completeLength: Int64?, end: Int64)
         /// 200: the resource changed, or ranges are not supported: drop what is held and take
         /// the body from byte 0.
         case restartFromZero
@@ -127,9 +128,13 @@ enum ResumePolicy {
             if let known = knownLength, let received = range.completeLength, known != received {
                 return .refuse(.lengthChanged(expected: known, received: received))
             }
-            return .append(completeLength: range.completeLength ?? knownLength)
+            return .append(completeLength: range.completeLength ?? knownLength, end: range.last + 1)
         case 200:
             return .restartFromZero
+        case 201...299:
+            // Neither part of the resource nor all of it (a 203, a 204): the download is not
+            // complete, and a success here would leave a partial file reported as whole.
+            return .refuse(.unexpectedStatus(status))
         case 416:
             let length = ContentRange.unsatisfiedLength(contentRange)
             if let length, length == held, knownLength.map({ $0 == length }) ?? true {

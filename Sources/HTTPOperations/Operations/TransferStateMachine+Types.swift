@@ -160,6 +160,8 @@ extension TransferStateMachine {
         var rangeFrom: Int64?
         /// Bytes of this attempt that went to the sink.
         var appended: Int64 = 0
+        /// One past the last byte a 206's `Content-Range` names: the body may not run past it.
+        var rangeEnd: Int64?
         /// Where the current response's body goes. `.sink` until a head says otherwise, so
         /// schemes without heads (file:) write to the sink.
         var route = BodyRoute.sink
@@ -236,6 +238,8 @@ extension TransferStateMachine {
         case append
         /// Keep it with the response held aside.
         case divert
+        /// Take it from curl and keep nothing: an error answer's body past what is kept of it.
+        case discard
         /// Not now: the writer is full; curl keeps the chunk until ``writerCaughtUp()``.
         case wait
         /// Stop the transfer (the failure is recorded).

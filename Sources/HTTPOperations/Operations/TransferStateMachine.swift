@@ -258,6 +258,7 @@ struct TransferStateMachine {
         attempt.hasLocation = false
         attempt.asideBytes = 0
         attempt.isErrorAnswer = false
+        attempt.rangeEnd = nil
         attempt.completeWithoutBody = false
         attempt.retryAfter = nil
         if retryWanted(status: head.statusCode) {
@@ -277,15 +278,11 @@ struct TransferStateMachine {
     private mutating func readRangeAnswer(_ head: ResponseHead, askedFrom from: Int64) -> HeadAction {
         switch ResumePolicy.decide(status: head.statusCode, contentRange: head.value(of: "Content-Range"),
                                    held: from, knownLength: knownLength) {
-        case .append(let completeLength):
+        case .append(let completeLength, let end):
             // Both validators, whichever If-Range carried: a server that ignores If-Range
             // answers with the new version's, and its bytes must not be appended.
-            if let expected = entityTag, let received = head.value(of: "ETag"), received != expected {
-                return abort(.resume(.validatorChanged(expected: expected, received: received)))
-            }
-            if let expected = lastModified, let received = head.value(of: "Last-Modified"), received != expected {
-                return abort(.resume(.validatorChanged(expected: expected, received: received)))
-            }
+            if let mismatch = validatorMismatch(head) { return abort(mismatch) }
+            attempt.rangeEnd = end
             knownLength = completeLength ?? knownLength
             expectedLength = knownLength ?? -1
             if let limit = configuration.maximumBodySize, let length = knownLength, length > limit {
@@ -304,6 +301,9 @@ struct TransferStateMachine {
             guard case .deliver = whole else { return whole }
             return .deliver(restartFromZero: true, newIdentity: true)
         case .alreadyComplete:
+            // Complete only for the version held: a 416 of another version (a server that
+            // ignores If-Range changed it) says nothing about these bytes.
+            if let mismatch = validatorMismatch(head) { return abort(mismatch) }
             attempt.completeWithoutBody = true
             attempt.route = .aside
             return .holdAside
@@ -318,6 +318,18 @@ struct TransferStateMachine {
             attempt.route = .aside
             return .holdAside
         }
+    }
+
+    /// The refusal when `head` names another version than the one held: its `ETag` or its
+    /// `Last-Modified` differs from the one saved with the bytes held.
+    private func validatorMismatch(_ head: ResponseHead) -> Failure? {
+        if let expected = entityTag, let received = head.value(of: "ETag"), received != expected {
+            return .resume(.validatorChanged(expected: expected, received: received))
+        }
+        if let expected = lastModified, let received = head.value(of: "Last-Modified"), received != expected {
+            return .resume(.validatorChanged(expected: expected, received: received))
+        }
+        return nil
     }
 
     /// An answer to a request for the whole resource (or for the caller's own range).
@@ -403,8 +415,13 @@ struct TransferStateMachine {
             } else {
                 let limit = configuration.provisionalBodyLimit
                 guard attempt.asideBytes + count <= limit else {
-                    attempt.failure = .provisionalBodyTooLarge(limit: limit)
-                    return .abort
+                    // An error answer for a file or stream is reported with what fits; one that
+                    // may still be replaced (a redirect, a challenge) cannot be cut.
+                    guard attempt.isErrorAnswer else {
+                        attempt.failure = .provisionalBodyTooLarge(limit: limit)
+                        return .abort
+                    }
+                    return .discard
                 }
             }
             attempt.asideBytes += count
@@ -412,6 +429,11 @@ struct TransferStateMachine {
         case .sink:
             if let limit = configuration.maximumBodySize, held + count > limit {
                 attempt.failure = .bodyTooLarge(limit: limit)
+                return .abort
+            }
+            if let end = attempt.rangeEnd, held + count > end {
+                // Bytes past what the Content-Range names are at no known offset.
+                attempt.failure = .resume(.bodyExceedsContentRange(last: end - 1))
                 return .abort
             }
             switch admission() {

@@ -145,12 +145,13 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
     enum Skip: String, Sendable, Codable, CaseIterable {
         /// 4xx/5xx answers to requests without a `Range`.
         case statusWithoutRange = "status-without-range"
-        /// 4xx/5xx answers to requests with a `Range`.
+        /// 2xx (other than 200 and 206), 4xx and 5xx answers to requests with a `Range`.
         case statusWithRange = "status-with-range"
         case short206 = "short-206"
         case overlapping206 = "overlapping-206"
         case lateStart206 = "late-start-206"
         case missingContentRange = "missing-content-range"
+        case overlong206 = "overlong-206"
         case unsatisfiable416 = "416"
         case full200 = "200-to-range"
         case ignoringIfRange = "ignoring-if-range"
@@ -196,6 +197,10 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
                 case 67..<74: .wrongStart206(fraction)
                 case 74..<78: .missingContentRange206
                 case 78..<86: .unsatisfiable416
+                // Another 2xx is neither part of the resource nor all of it; an overlong 206
+                // sends bytes past its Content-Range (both found by review, missed before).
+                case 86..<89: .status([202, 203].randomElement(using: &random)!)
+                case 89..<93: .overlong206(fraction)
                 default: .status([403, 404, 408, 410, 429, 500, 502, 503, 504].randomElement(using: &random)!)
                 }
             } else {
@@ -220,6 +225,7 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
             case .overlapping206: skips.contains(.overlapping206)
             case .wrongStart206: skips.contains(.lateStart206)
             case .missingContentRange206: skips.contains(.missingContentRange)
+            case .overlong206: skips.contains(.overlong206)
             case .unsatisfiable416: skips.contains(.unsatisfiable416)
             case .full200: skips.contains(.full200)
             case .correct: false

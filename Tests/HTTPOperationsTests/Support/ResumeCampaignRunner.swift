@@ -302,7 +302,7 @@ struct CampaignOracle {
     }
 
     static let errorAnswerBodies = ["range not satisfiable\n", "no such resource\n", "bad request\n"]
-        + [403, 404, 408, 410, 429, 500, 502, 503, 504].map { "status \($0) from the campaign\n" }
+        + [202, 203, 403, 404, 408, 410, 429, 500, 502, 503, 504].map { "status \($0) from the campaign\n" }
 
     /// What `data`, which is no whole version, looks like, for the kind of a violation.
     func shape(_ data: Data) -> String {
