@@ -1,6 +1,7 @@
 import Foundation
 @testable import HTTPOperations
 import HTTPTestServer
+import Logging
 import Synchronization
 import Testing
 
@@ -315,6 +316,51 @@ extension AllTests {
             #expect(outcome.error == nil)
             try await op.paused.wait(timeout: .seconds(5))
             #expect(outcome.data?.count == Self.size)
+        }
+
+        /// Resumes its operation from inside the start's "request started" log line: after the
+        /// connection exists, before the start's job reaches the network thread.
+        final class OperationBox: Sendable {
+            let operation: Mutex<URLConnectionOperation?>
+            init(_ operation: URLConnectionOperation) { self.operation = Mutex(operation) }
+        }
+
+        struct ResumingLogHandler: LogHandler {
+            let box: OperationBox
+            var metadata: Logger.Metadata = [:]
+            var logLevel: Logger.Level = .debug
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { metadata[key] }
+                set { metadata[key] = newValue }
+            }
+            func log(event: LogEvent) {
+                guard "\(event.message)" == "request started" else { return }
+                box.operation.withLock { $0 }?.resume()
+            }
+        }
+
+        final class PausesWhilePreparingOnly: HTTPRequestOperation, @unchecked Sendable {
+            override func prepareRequest() throws -> URLRequest? {
+                pause()
+                return nil
+            }
+        }
+
+        /// A pause while the request is prepared, and a resume after the connection exists but
+        /// before the start's job reached the network thread (found by review): the resume
+        /// reached an idle machine and was ignored, then the start paused it for good. The
+        /// operation said "executing" and never sent anything. Now the start reads the phase
+        /// when it runs, and finishes.
+        @Test func aResumeBetweenTheConnectionAndTheStartsJobIsNotLost() async throws {
+            let op = PausesWhilePreparingOnly(request: URLRequest(url: testServer.url(.bytes(1_000))))
+            let target = OperationBox(op)
+            var logger = Logger(label: "resume-race") { _ in ResumingLogHandler(box: target) }
+            logger.logLevel = .debug
+            op.logger = logger
+            let outcome = try await run(op, timeout: .seconds(10))
+            target.operation.withLock { $0 = nil }
+            #expect(outcome.error == nil, "\(String(describing: outcome.error))")
+            #expect(outcome.data?.count == 1_000)
         }
 
         /// A stream whose close takes a while: the window between the outcome and its report.

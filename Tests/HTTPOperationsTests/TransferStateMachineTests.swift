@@ -178,6 +178,17 @@ extension AllTests {
             #expect(machine.transferCompleted(error: nil) == .report(.responseHeldAside(intoSink: false)))
         }
 
+        /// Paused and resumed before ``begin(held:)``: the resume only un-pauses, and begin
+        /// sends the first request with the bytes held (a send before begin would have asked
+        /// for the whole resource beside the 400 bytes of a continued file).
+        @Test func aResumeBeforeTheTransferBeganLeavesTheFirstSendToBegin() {
+            var machine = Self.machine(validator: .entityTag(Self.etag), knownLength: 1000)
+            #expect(machine.pause() == .paused(stopTransfer: false))
+            #expect(machine.resume() == .ignored)
+            #expect(machine.phase == .idle)
+            #expect(machine.begin(held: 400) == Machine.Send(rangeFrom: 400, validator: .entityTag(Self.etag), reason: .first))
+        }
+
         /// An error body in memory may be as large as a memory body; for a file, as large as
         /// any body held aside.
         @Test func anErrorAnswerHeldAsideHasTheSinksLimit() {
@@ -560,7 +571,10 @@ extension AllTests {
             case .idle:
                 return machine
             case .paused(.sendFirst):
+                // Paused before anything was sent; the driver always begins (begin keeps it
+                // paused). A resume before begin is aResumeBeforeTheTransferBeganLeavesTheFirstSendToBegin.
                 _ = machine.pause()
+                _ = machine.begin(held: 0)
                 return machine
             case .finished:
                 _ = machine.end()

@@ -125,6 +125,13 @@ struct TransferStateMachine {
         guard case .paused(let resumption) = phase else { return .ignored }
         switch resumption {
         case .sendFirst:
+            // Paused and resumed before the transfer began: not paused any more, and
+            // ``begin(held:)`` sends the first request with the bytes held (sending now would
+            // ignore them).
+            guard hasBegun else {
+                phase = .idle
+                return .ignored
+            }
             return .send(send(.first))
         case .awaitDecision:
             phase = .deciding

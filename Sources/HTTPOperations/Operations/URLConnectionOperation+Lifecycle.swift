@@ -35,16 +35,19 @@ extension URLConnectionOperation {
         startSpan(settings: settings, request: &request)
         // Built outside the lock: it works out the first transfer and opens the body's file.
         let connection = Connection(operation: self, settings: consume settings, request: request)
-        let (paused, cancelled, pauseCompletions) = state.withLock { state in
-            state.connection = connection
-            defer { state.pendingPauseCompletions.removeAll() }
-            return (state.phase == .paused, state.cancelRequested, state.pendingPauseCompletions)
-        }
+        state.withLock { $0.connection = connection }
         connection.logger.debug("request started")
         let queued = NetworkThread.shared.perform {
-            // A pause or cancel that came while the connection was being made is not lost:
-            // the network thread runs these in order. A pause that a resume undid meanwhile
-            // pauses nothing (the operation is executing): its completions just run.
+            // Read here, on the network thread, not when the connection was stored: a pause
+            // or resume made since then queued its own job ahead of this one, against a
+            // machine that had not begun, and only the phase as it is now says what the
+            // caller last asked (a snapshot paused for good an operation resumed in between).
+            // A pause that came while the connection was being made is not lost; one that a
+            // resume undid pauses nothing (the operation is executing): its completions run.
+            let (paused, cancelled, pauseCompletions) = self.state.withLock { state in
+                defer { state.pendingPauseCompletions.removeAll() }
+                return (state.phase == .paused, state.cancelRequested, state.pendingPauseCompletions)
+            }
             if paused {
                 connection.pause(whenPaused: pauseCompletions)
             } else {
