@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HTTPOperations
 
 #if canImport(Glibc)
 import Glibc
@@ -54,6 +55,12 @@ struct Bench: ParsableCommand {
     @Option(help: "Write each body to this file instead of memory.")
     var toFile: String?
 
+    @Option(help: "Trust this PEM file's authorities (https; operations client).")
+    var cacert: String?
+
+    @Option(name: .customLong("pinned-key"), help: "Pin this public key, as sha256//BASE64 (https; operations client).")
+    var pinnedKey: String?
+
     func run() throws {
         let cpuBefore = cpuSeconds()
         let started = DispatchTime.now()
@@ -80,7 +87,7 @@ struct Bench: ParsableCommand {
         let workload = Workload(url: target, count: count, inFlight: inFlight, file: toFile)
         switch client {
         case .raw: return RawClient.run(workload)
-        case .operations: return OperationsClient.run(workload)
+        case .operations: return try OperationsClient.run(workload, configure: tlsPolicy())
         case .observed: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging, .metrics, .tracing]) }
         case .observedLogging: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging]) }
         case .observedMetrics: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.metrics]) }
@@ -94,6 +101,16 @@ struct Bench: ParsableCommand {
         case .noio: return OperationsClient.withoutIO(workload)
         case .noioBlock: return OperationsClient.blockOperations(workload)
         }
+    }
+
+    /// The security policy `--cacert` and `--pinned-key` ask for, as a manager setting.
+    private func tlsPolicy() throws -> (HTTPRequestOperationManager) -> Void {
+        guard cacert != nil || pinnedKey != nil else { return { _ in } }
+        let authorities = try cacert.map { try TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: $0)) }
+        let policy = try SecurityPolicy(pinningMode: pinnedKey == nil ? .none : .publicKey,
+                                        pinnedPublicKeys: try pinnedKey.map { [try PublicKeyPin($0)] } ?? [],
+                                        trustedCertificateAuthorities: authorities)
+        return { $0.securityPolicy = policy }
     }
 
     private func cpuSeconds() -> Double {
