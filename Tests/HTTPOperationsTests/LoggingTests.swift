@@ -19,27 +19,15 @@ extension AllTests {
             let records = Mutex<[Record]>([])
 
             func logger(level: Logger.Level = .trace) -> Logger {
-                var logger = Logger(label: "test") { _ in Handler(recorder: self) }
-                logger.logLevel = level
-                return logger
-            }
-
-            struct Handler: LogHandler {
-                let recorder: Recorder
-                var metadata: Logger.Metadata = [:]
-                var logLevel: Logger.Level = .trace
-
-                subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                    get { metadata[key] }
-                    set { metadata[key] = newValue }
-                }
-
-                func log(event: LogEvent) {
-                    let all = metadata.merging(event.metadata ?? [:]) { $1 }
-                    recorder.records.withLock {
-                        $0.append(Record(level: event.level, message: "\(event.message)", metadata: all.mapValues { "\($0)" }))
+                var logger = Logger(label: "test") { _ in
+                    ClosureLogHandler { level, message, metadata in
+                        self.records.withLock {
+                            $0.append(Record(level: level, message: message, metadata: metadata.mapValues { "\($0)" }))
+                        }
                     }
                 }
+                logger.logLevel = level
+                return logger
             }
         }
 

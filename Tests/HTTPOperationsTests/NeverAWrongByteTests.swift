@@ -318,25 +318,9 @@ extension AllTests {
             #expect(outcome.data?.count == Self.size)
         }
 
-        /// Resumes its operation from inside the start's "request started" log line: after the
-        /// connection exists, before the start's job reaches the network thread.
         final class OperationBox: Sendable {
             let operation: Mutex<URLConnectionOperation?>
             init(_ operation: URLConnectionOperation) { self.operation = Mutex(operation) }
-        }
-
-        struct ResumingLogHandler: LogHandler {
-            let box: OperationBox
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .debug
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-            func log(event: LogEvent) {
-                guard "\(event.message)" == "request started" else { return }
-                box.operation.withLock { $0 }?.resume()
-            }
         }
 
         final class PausesWhilePreparingOnly: HTTPRequestOperation, @unchecked Sendable {
@@ -354,7 +338,13 @@ extension AllTests {
         @Test func aResumeBetweenTheConnectionAndTheStartsJobIsNotLost() async throws {
             let op = PausesWhilePreparingOnly(request: URLRequest(url: testServer.url(.bytes(1_000))))
             let target = OperationBox(op)
-            var logger = Logger(label: "resume-race") { _ in ResumingLogHandler(box: target) }
+            // Resumes the operation from inside the start's "request started" log line: after
+            // the connection exists, before the start's job reaches the network thread.
+            var logger = Logger(label: "resume-race") { _ in
+                ClosureLogHandler { _, message, _ in
+                    if message == "request started" { target.operation.withLock { $0 }?.resume() }
+                }
+            }
             logger.logLevel = .debug
             op.logger = logger
             let outcome = try await run(op, timeout: .seconds(10))
