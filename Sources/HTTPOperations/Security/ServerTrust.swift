@@ -2,14 +2,16 @@ import Crypto
 import Foundation
 import Synchronization
 
-/// What a server showed on a new connection, for a server-trust block to judge: AFNetworking's
+/// What a server proved on a connection, for a server-trust block to judge: AFNetworking's
 /// `willSendRequestForAuthenticationChallenge` for server trust, on Linux.
 public struct ServerTrust: Sendable {
     /// The host the request goes to.
     public let host: String
     /// Its port.
     public let port: Int
-    /// The certificates the server sent, leaf first.
+    /// The certification path verified for the connection, leaf first, anchor last (with
+    /// invalid certificates allowed: the certificates whose signatures chain from the leaf).
+    /// Not what the server sent: a certificate it appended on no verified path is not here.
     public let certificates: [TLSCertificate]
     /// The policy the chain already passed (a block can refuse more, never accept what the
     /// policy refused).
