@@ -289,3 +289,34 @@ func runHTTPOp(_ arguments: [String]) async throws -> (status: Int32, stdout: St
         }
     }
 }
+
+extension AllTests.VerifiedPathPinning {
+    /// The cache parses a path once while it is recent, compares paths by their bytes, keeps
+    /// no path that fails to parse, and forgets the least recently used past its capacity.
+    @Test func theVerifiedPathCacheParsesEachRecentPathOnce() throws {
+        let certificates = TestCertificates.shared
+        let cache = VerifiedPathCache(capacity: 2)
+        let parses = Mutex(0)
+        let parse: ([Data]) throws -> [TLSCertificate] = { path in
+            parses.withLock { $0 += 1 }
+            return try path.map { try TLSCertificate(derEncoded: $0) }
+        }
+        let good = [certificates.leaf.certificateDER, certificates.intermediate.certificateDER]
+        let other = [certificates.misissuedLeaf.certificateDER, certificates.intermediate.certificateDER]
+        let third = [certificates.selfSignedLeaf.certificateDER]
+        #expect(try cache.certificates(of: good, parse: parse).map(\.derEncoded) == good)
+        #expect(try cache.certificates(of: good, parse: parse).map(\.derEncoded) == good)
+        #expect(parses.withLock { $0 } == 1)
+        // Another path (the same intermediate, another leaf) is another entry.
+        #expect(try cache.certificates(of: other, parse: parse).map(\.derEncoded) == other)
+        #expect(parses.withLock { $0 } == 2)
+        // A third evicts the least recently used (good), which is parsed again.
+        _ = try cache.certificates(of: third, parse: parse)
+        _ = try cache.certificates(of: good, parse: parse)
+        #expect(parses.withLock { $0 } == 4)
+        // What does not parse is not kept.
+        #expect(throws: (any Error).self) { try cache.certificates(of: [Data("garbage".utf8)], parse: parse) }
+        #expect(throws: (any Error).self) { try cache.certificates(of: [Data("garbage".utf8)], parse: parse) }
+        #expect(parses.withLock { $0 } == 6)
+    }
+}

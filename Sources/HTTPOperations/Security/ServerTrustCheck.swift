@@ -40,10 +40,13 @@ struct ServerTrustCheck {
 
     /// The certificates of `path`, parsed once for every check that needs them; a missing
     /// path, or one that does not parse, is a refusal.
-    func parse(_ path: [Data]?) -> Result<[TLSCertificate], SecurityError> {
+    ///
+    /// - Parameter cache: Paths parsed before (the network thread's), or nil to parse anew.
+    func parse(_ path: [Data]?, cache: VerifiedPathCache? = nil) -> Result<[TLSCertificate], SecurityError> {
         guard let path, !path.isEmpty else { return .failure(SecurityError(.certificateChainUnavailable(host: host))) }
+        let parse: ([Data]) throws -> [TLSCertificate] = { try $0.map { try TLSCertificate(derEncoded: $0) } }
         do {
-            return .success(try path.map { try TLSCertificate(derEncoded: $0) })
+            return .success(try cache?.certificates(of: path, parse: parse) ?? parse(path))
         } catch {
             return .failure(error as? SecurityError ?? SecurityError(.certificateChainUnavailable(host: host)))
         }

@@ -49,6 +49,9 @@ final class CurlMulti {
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     /// Easy handles between transfers.
     private let easyHandles = EasyHandlePool()
+    /// Verified certification paths already parsed, for the pin check every pinned transfer
+    /// runs on this thread.
+    let verifiedPaths = VerifiedPathCache()
     private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
     /// Sockets curl stopped watching that stay in our epoll set with their last events (see
     /// ``watch(socket:what:registered:)``).

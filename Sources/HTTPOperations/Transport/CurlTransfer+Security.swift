@@ -87,7 +87,7 @@ extension CurlTransfer {
         let check = ServerTrustCheck(policy: request.securityPolicy, host: host)
         // Parsed once, for the pins and for the block.
         let certificates: [TLSCertificate]
-        switch check.parse(verifiedPath()) {
+        switch check.parse(verifiedPath(), cache: NetworkThread.shared.multi.verifiedPaths) {
         case .success(let parsed): certificates = parsed
         case .failure(let refusal): return refuse(SecurityError(refusal.reason, url: request.url))
         }
