@@ -58,14 +58,64 @@ extension AllTests {
         }
 
         /// nginx passes an upstream's HTTP/0.9 reply on over HTTP/2 as `:status 009` (found by
-        /// the fault matrix): no status outside 100–599 is a response.
-        @Test(arguments: [0, 9, 99, 600, 999])
+        /// the fault matrix): no status outside the three digits 100–999 is a response.
+        @Test(arguments: [0, 9, 99, 1000, 12345])
         func aStatusOutsideHTTPsRangeIsRefusedBeforeAByteIsKept(_ status: Int) {
             var machine = Self.machine()
             _ = machine.begin(held: 0)
             #expect(machine.headReceived(Self.head(status, ("Content-Length", "5"))) == .abort)
             #expect(machine.transferCompleted(error: nil) == .report(.failure(.malformedStatus(status))))
             #expect(machine.held == 0)
+        }
+
+        /// An unknown three-digit status is an answer (RFC 9110 §15), and outside 2xx an error
+        /// answer (issue 26: 999 aborted the request).
+        @Test(arguments: [600, 799, 999])
+        func anUnknownThreeDigitStatusIsAnErrorAnswer(_ status: Int) {
+            var machine = Self.machine { $0.expectsHeads = true }
+            _ = machine.begin(held: 0)
+            #expect(machine.headReceived(Self.head(status, ("Content-Length", "2"))) == .holdAside)
+            #expect(Self.body(&machine, 2) == .divert)
+            #expect(machine.transferCompleted(error: nil) == .report(.responseHeldAside(intoSink: true)))
+        }
+
+        /// Body bytes, or a complete transfer, without an HTTP head before them: not HTTP
+        /// (issue 26: `Http/1.1 500` was a success whose body was the error page).
+        @Test func anAnswerWithoutAnHTTPHeadIsNotHTTP() {
+            var body = Self.machine { $0.expectsHeads = true }
+            _ = body.begin(held: 0)
+            #expect(Self.body(&body, 15) == .abort)
+            #expect(body.held == 0)
+            #expect(body.transferCompleted(error: URLError(.cannotWriteToFile)) == .report(.failure(.notHTTP)))
+            var empty = Self.machine { $0.expectsHeads = true }
+            _ = empty.begin(held: 0)
+            #expect(empty.transferCompleted(error: nil) == .report(.failure(.notHTTP)))
+            // file: has no heads: its bytes are the body.
+            var file = Self.machine()
+            _ = file.begin(held: 0)
+            #expect(Self.body(&file, 15) == .append)
+            #expect(file.transferCompleted(error: nil) == .report(.success))
+        }
+
+        /// Differing `Content-Length` values are refused before a byte (RFC 9112 §6.3); the same
+        /// value twice, or a `Transfer-Encoding` that overrides them, are not.
+        @Test func conflictingContentLengthsAreRefused() {
+            for fields in [[("Content-Length", "4, 10")], [("Content-Length", "4"), ("Content-Length", "10")],
+                           [("Content-Length", "4, x")]] {
+                var machine = Self.machine()
+                _ = machine.begin(held: 0)
+                #expect(machine.headReceived(ResponseHead(statusCode: 200, httpVersion: "HTTP/1.1",
+                                                          fields: fields.map { (name: $0.0, value: $0.1) })) == .abort, "\(fields)")
+                #expect(machine.transferCompleted(error: nil) == .report(.failure(.conflictingContentLength)))
+            }
+            for fields in [[("Content-Length", "4, 4")], [("Content-Length", "4"), ("Content-Length", "4")],
+                           [("Content-Length", "4, 10"), ("Transfer-Encoding", "chunked")], [("Content-Length", "4")]] {
+                var machine = Self.machine()
+                _ = machine.begin(held: 0)
+                #expect(machine.headReceived(ResponseHead(statusCode: 200, httpVersion: "HTTP/1.1",
+                                                          fields: fields.map { (name: $0.0, value: $0.1) }))
+                            == .deliver(restartFromZero: false, newIdentity: true), "\(fields)")
+            }
         }
 
         @Test func aWeakEntityTagIsNoValidatorButLastModifiedIs() {

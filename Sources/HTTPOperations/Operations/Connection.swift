@@ -118,7 +118,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                                  canRestart: configuration.download.destination != nil || outputStream == nil,
                                  sendsOwnRange: sendsOwnRange,
                                  expectsBody: method != "HEAD",
-                                 errorAnswerJoinsBody: configuration.download.destination == nil && outputStream == nil),
+                                 errorAnswerJoinsBody: configuration.download.destination == nil && outputStream == nil,
+                                 expectsHeads: ["http", "https"].contains(request.url?.scheme?.lowercased() ?? "")),
             validator: configuration.download.validator, entityTag: configuration.download.entityTag,
             lastModified: configuration.download.lastModified, knownLength: configuration.download.knownLength)
         self.firstTransfer = first
@@ -522,7 +523,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             return URLError(.httpTooManyRedirects, url: request.url, description: "More than \(limit) redirects.")
         case .malformedStatus(let status):
             return URLError(.badServerResponse, url: request.url,
-                            description: "The response's status code \(status) is not an HTTP status code (100–599).")
+                            description: "The response's status code \(status) is not an HTTP status code (100–999).")
+        case .notHTTP:
+            return URLError(.badServerResponse, url: request.url,
+                            description: "The response is not HTTP: its status line does not start with HTTP/.")
+        case .conflictingContentLength:
+            return URLError(.badServerResponse, url: request.url,
+                            description: "The response names more than one Content-Length.")
         case .serverTrustRefused:
             return SecurityError(.serverTrustRefused(host: request.url?.host ?? ""), url: request.url)
         case .notResendable:

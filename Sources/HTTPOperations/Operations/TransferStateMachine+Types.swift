@@ -35,6 +35,9 @@ extension TransferStateMachine {
         /// response serializer reports. Never for a file or a stream, which hold only bytes
         /// of the resource: there it is reported apart.
         var errorAnswerJoinsBody = true
+        /// Whether every answer must start with an HTTP head (http and https): a body with no
+        /// head before it is not HTTP. Schemes without heads (file:) write what comes.
+        var expectsHeads = false
     }
 
     /// Where the transfer is.
@@ -114,8 +117,13 @@ extension TransferStateMachine {
         case serverTrustRefused
         /// Writing the body to its file or stream failed.
         case write(URLError)
-        /// A final status code outside 100–599.
+        /// A final status code outside 100–999.
         case malformedStatus(Int)
+        /// An answer to an HTTP request with no HTTP head (a status line that does not start
+        /// with `HTTP/`, which is case-sensitive).
+        case notHTTP
+        /// Differing `Content-Length` values (RFC 9112 §6.3).
+        case conflictingContentLength
     }
 
     /// A request to start.

@@ -258,9 +258,13 @@ struct TransferStateMachine {
     /// for an earlier one (curl's own authentication round) is dropped.
     mutating func headReceived(_ head: ResponseHead) -> HeadAction {
         guard phase == .transferring, attempt.failure == nil else { return .abort }
-        // A status outside 100–599 is no HTTP answer: nginx, for one, passes an upstream's
-        // HTTP/0.9 reply on over HTTP/2 as `:status 009`. Nothing of it is kept.
-        guard (100...599).contains(head.statusCode) else { return abort(.malformedStatus(head.statusCode)) }
+        // A status outside the three digits 100–999 is no HTTP answer: nginx, for one, passes
+        // an upstream's HTTP/0.9 reply on over HTTP/2 as `:status 009`. Nothing of it is
+        // kept. An unknown three-digit code is an answer (RFC 9110 §15), and outside 2xx an
+        // error answer, which reaches the caller with its status.
+        guard (100...999).contains(head.statusCode) else { return abort(.malformedStatus(head.statusCode)) }
+        // More than one body length: the framing cannot be trusted (RFC 9112 §6.3).
+        guard !head.hasConflictingContentLength else { return abort(.conflictingContentLength) }
         attempt.status = head.statusCode
         attempt.hasLocation = false
         attempt.asideBytes = 0
@@ -410,6 +414,12 @@ struct TransferStateMachine {
     /// them now; it is asked only for bytes bound for the sink.
     mutating func bodyReceived(count: Int, admission: () -> BodyWriter.Admission) -> BodyAction {
         guard phase == .transferring, attempt.failure == nil else { return .abort }
+        guard attempt.status != nil || !configuration.expectsHeads else {
+            // Body bytes with no HTTP head before them: curl took a status line we do not
+            // (`Http/1.1 500`). Nothing of it is kept.
+            attempt.failure = .notHTTP
+            return .abort
+        }
         let count = Int64(count)
         switch attempt.route {
         case .aside:
@@ -495,6 +505,10 @@ struct TransferStateMachine {
         guard phase == .transferring else { return .ignored }
         if let failure = attempt.failure {
             return .report(conclude(.failure(failure)))
+        }
+        if error == nil, configuration.expectsHeads, attempt.status == nil {
+            // Complete, with no HTTP head: not an HTTP answer, even without a body.
+            return .report(conclude(.failure(.notHTTP)))
         }
         if let error {
             guard retryAllowed(after: error), let delay = nextRetryDelay(askedFor: nil) else {

@@ -312,7 +312,8 @@ final class CurlTransfer {
 
     private func configureHeaders() {
         for (name, value) in request.headers {
-            headerList = curl_slist_append(headerList, "\(name): \(value)")
+            // "Name: " would tell curl to leave the field out; "Name;" sends it empty.
+            headerList = curl_slist_append(headerList, value.isEmpty ? "\(name);" : "\(name): \(value)")
         }
         // curl adds these on its own for POST-mode bodies. Send only what the caller asked for:
         // "Name:" with no value tells curl to leave the field out.

@@ -73,6 +73,27 @@ struct ResponseHead: Sendable, Equatable {
         case many
     }
 
+    /// Whether the response names more than one body length: `Content-Length` values that
+    /// differ, in one field (`4, 10`) or in several, or one that is not a number, while no
+    /// `Transfer-Encoding` overrides them. RFC 9112 §6.3 makes that an unrecoverable error
+    /// (curl 7.88 reads the first number). The same value repeated is one length. The common
+    /// case, one field without a comma, is read from the bytes without a `String`.
+    var hasConflictingContentLength: Bool {
+        switch onlyValueBytes(of: "Content-Length") {
+        case .none:
+            return false
+        case .one(let bytes) where !bytes.contains(UInt8(ascii: ",")):
+            return false
+        case .one, .many:
+            guard value(of: "Transfer-Encoding") == nil else { return false }
+            let lengths = values(of: "Content-Length")
+                .flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
+                .map { Int64($0.trimmingCharacters(in: .whitespaces)) }
+            guard let first = lengths.first, let length = first else { return true }
+            return lengths.contains { $0 != length }
+        }
+    }
+
     /// The body length the `Content-Length` announces, when the body is not content-encoded
     /// (an encoded body's length counts other bytes than the decoded ones we store). Read from
     /// the bytes: this runs on the network thread for every response.

@@ -1,0 +1,98 @@
+import Foundation
+@testable import HTTPOperations
+import HTTPTestServer
+import Testing
+
+extension AllTests {
+    /// The defects issue 26 found by re-expressing the Swift HTTP client API's conformance
+    /// scenarios against our API, each confirmed on the wire first: a status line that is
+    /// not HTTP, an empty header value, a status outside the usual range, conflicting
+    /// `Content-Length` values.
+    @Suite struct ConformanceDefects {
+        /// Raw replies, by path, written by hand so that they can be wrong on purpose.
+        static let server: FaultServer = {
+            do {
+                return try FaultServer.start { path in
+                    let reply: String = switch path {
+                    case "/not-http":
+                        "Http/1.1 500 Internal Server Error\r\nContent-Length: 15\r\nConnection: close\r\n\r\nserver exploded"
+                    case "/status-999":
+                        "HTTP/1.1 999 Something New\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                    case "/conflicting-length":
+                        "HTTP/1.1 200 OK\r\nContent-Length: 4, 10\r\nConnection: close\r\n\r\nbody"
+                    case "/repeated-length":
+                        "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Length: 10\r\nConnection: close\r\n\r\nbody"
+                    case "/same-length-twice":
+                        "HTTP/1.1 200 OK\r\nContent-Length: 4, 4\r\nConnection: close\r\n\r\nbody"
+                    default:
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    }
+                    return [.send(Array(reply.utf8)), .closeWithFIN]
+                }
+            } catch {
+                fatalError("the fault server did not start: \(error)")
+            }
+        }()
+
+        static func url(_ path: String) -> URL { server.baseURL.appendingPathComponent(String(path.dropFirst())) }
+
+        /// `Http/1.1 500 …` is not HTTP (the HTTP-name is case-sensitive, RFC 9112 §2.3): an
+        /// error on every path, with nothing of it kept. Before: a success whose object was
+        /// the error page, with no response.
+        @Test(arguments: ["memory", "file"])
+        func aStatusLineThatIsNotHTTPIsAnError(destination: String) async throws {
+            let op = HTTPRequestOperation(request: URLRequest(url: Self.url("/not-http")))
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            if destination == "file" { op.destinationURL = file }
+            let outcome = try await run(op)
+            #expect(outcome.urlErrorCode == .badServerResponse, "\(String(describing: outcome.error))")
+            #expect(!(String(decoding: op.responseData ?? Data(), as: UTF8.self).contains("exploded")))
+            #expect((try? Data(contentsOf: file))?.count ?? 0 == 0)
+        }
+
+        /// The same through the manager's async door.
+        @Test func aStatusLineThatIsNotHTTPFailsTheManagersGet() async throws {
+            let manager = HTTPRequestOperationManager(baseURL: Self.server.baseURL)
+            manager.responseSerializer = HTTPResponseSerializer()
+            await #expect(throws: URLError.self) { _ = try await manager.get("not-http") }
+        }
+
+        /// An unrecognised three-digit status reaches the caller as itself (RFC 9110 §15:
+        /// the client treats it as the x00 of its class; a 9xx is no class it knows, so it is
+        /// an error answer): the serializer refuses it with its status. Before: the transfer
+        /// was aborted as a malformed status.
+        @Test func anUnknownStatusCodeReachesTheCaller() async throws {
+            let op = HTTPRequestOperation(request: URLRequest(url: Self.url("/status-999")))
+            let outcome = try await run(op)
+            let error = try #require(outcome.error as? ResponseValidationError, "\(String(describing: outcome.error))")
+            #expect(error.statusCode == 999)
+            #expect(error.data == Data("ok".utf8))
+        }
+
+        /// Differing `Content-Length` values, in one field or two, are an unrecoverable error
+        /// (RFC 9112 §6.3). Before: curl read the first and the 4-byte body was a success.
+        /// The same value twice is one length.
+        @Test(arguments: ["/conflicting-length", "/repeated-length"])
+        func conflictingContentLengthsFail(path: String) async throws {
+            let outcome = try await run(HTTPRequestOperation(request: URLRequest(url: Self.url(path))))
+            #expect(outcome.urlErrorCode == .badServerResponse, "\(path): \(String(describing: outcome.error))")
+            let same = try await run(HTTPRequestOperation(request: URLRequest(url: Self.url("/same-length-twice"))))
+            #expect(same.data == Data("body".utf8), "\(String(describing: same.error))")
+        }
+
+        /// A header field with an empty value is sent (`X-Test:`), not dropped: curl reads
+        /// `X-Test: ` as "remove this header". Before: the server never saw it.
+        @Test func anEmptyHeaderValueIsSent() async throws {
+            var request = URLRequest(url: testServer.url(.echo))
+            request.setValue("", forHTTPHeaderField: "X-Empty")
+            request.setValue("kept", forHTTPHeaderField: "X-Full")
+            let op = HTTPRequestOperation(request: request)
+            let outcome = try await run(op)
+            let echoed = try #require(try JSONSerialization.jsonObject(with: outcome.data ?? Data()) as? [String: Any])
+            let headers = try #require(echoed["headers"] as? [String: String])
+            #expect(headers["x-empty"] == "", "\(headers)")
+            #expect(headers["x-full"] == "kept")
+        }
+    }
+}
