@@ -1,18 +1,30 @@
 #include "ctlspath.h"
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
-/// How many leading certificates of `chain` are linked by signatures from the leaf.
+/// How many leading certificates of `chain` are linked from the leaf: each one after the leaf
+/// is a certificate authority (basicConstraints, `X509_check_ca`), may issue the one before
+/// it (names, key identifiers and keyCertSign, `X509_check_issued`), and its key verifies that
+/// one's signature (`X509_verify`). A signature alone is not enough: OpenSSL builds the chain
+/// by names, so an end-entity certificate under a pinned authority could otherwise sign a
+/// leaf for any host and put the authority on the path.
 static int signed_prefix_length(STACK_OF(X509) *chain) {
     int count = sk_X509_num(chain);
     if (count <= 0) return 0;
     int linked = 1;
+    // Failed checks leave errors on the thread's OpenSSL queue, which is curl's too.
+    ERR_set_mark();
     for (int index = 0; index + 1 < count; index++) {
-        EVP_PKEY *issuer_key = X509_get0_pubkey(sk_X509_value(chain, index + 1));
-        if (issuer_key == NULL || X509_verify(sk_X509_value(chain, index), issuer_key) != 1) break;
+        X509 *subject = sk_X509_value(chain, index), *issuer = sk_X509_value(chain, index + 1);
+        EVP_PKEY *issuer_key = X509_get0_pubkey(issuer);
+        if (issuer_key == NULL || X509_check_ca(issuer) < 1 || X509_check_issued(issuer, subject) != X509_V_OK
+            || X509_verify(subject, issuer_key) != 1) break;
         linked = index + 2;
     }
+    ERR_pop_to_mark();
     return linked;
 }
 

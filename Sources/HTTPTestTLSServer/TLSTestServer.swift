@@ -33,6 +33,12 @@ public final class TLSTestServer: Sendable {
         /// The self-signed impostor leaf, then the real leaf and the intermediate, appended:
         /// for policies that allow invalid certificates.
         case selfSignedImpostorWithTheRealLeafAppended
+        /// A leaf signed by the mis-issued leaf's key (an end entity), sent with the mis-issued
+        /// leaf and the intermediate: linked by signatures, not by authority.
+        case leafSignedByAnEndEntity
+        /// A leaf naming the intermediate as issuer but signed by another key, sent with the
+        /// intermediate: linked by names, not by signature.
+        case forgedLeafWithTheIntermediate
         /// The good chain, and a client certificate signed by the test root is required.
         case requiresClientCertificate
         /// The good chain, over TLS 1.2 at most.
@@ -57,6 +63,8 @@ public final class TLSTestServer: Sendable {
         case .impostor: (certificates.impostorLeaf, [])
         case .misissuedWithTheRealLeafAppended: (certificates.misissuedLeaf, [certificates.intermediate, certificates.leaf])
         case .selfSignedImpostorWithTheRealLeafAppended: (certificates.impostorLeaf, [certificates.leaf, certificates.intermediate])
+        case .leafSignedByAnEndEntity: (certificates.leafSignedByALeaf, [certificates.misissuedLeaf, certificates.intermediate])
+        case .forgedLeafWithTheIntermediate: (certificates.forgedLeaf, [certificates.intermediate])
         }
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try ([leaf] + chain).map { .certificate(try NIOSSLCertificate(bytes: Array($0.certificatePEM.utf8), format: .pem)) },

@@ -38,6 +38,12 @@ public struct TestCertificates: Sendable {
     /// A leaf for the same names that the intermediate signed too, with a key of its own: a
     /// mis-issued certificate, the threat pinning exists for.
     public let misissuedLeaf: TestIdentity
+    /// A leaf for the same names whose issuer is ``misissuedLeaf`` (an end entity, no
+    /// authority), signed with its key: a chain that only signatures would link.
+    public let leafSignedByALeaf: TestIdentity
+    /// A leaf for the same names naming the intermediate as its issuer, signed by another key:
+    /// a chain that only names would link.
+    public let forgedLeaf: TestIdentity
     /// A client certificate signed by the root.
     public let client: TestIdentity
     /// A client certificate signed by nobody the server trusts.
@@ -72,7 +78,16 @@ public struct TestCertificates: Sendable {
         leaf = try serverLeaf("localhost", names: loopback, validity: (now - day, now + 30 * day))
         expiredLeaf = try serverLeaf("expired", names: loopback, validity: (now - 30 * day, now - day))
         wrongHostLeaf = try serverLeaf("wrong.example", names: [.dnsName("wrong.example")], validity: (now - day, now + 30 * day))
-        misissuedLeaf = try serverLeaf("localhost", names: loopback, validity: (now - day, now + 30 * day))
+        let misissuedKey = P256.Signing.PrivateKey()
+        let misissuedName = try DistinguishedName { CommonName("localhost (mis-issued)") }
+        misissuedLeaf = try Self.make(subject: misissuedName, key: misissuedKey, issuer: intermediateName, issuerKey: intermediateKey,
+                                      validity: (now - day, now + 30 * day), authority: false, names: loopback, usage: .serverAuth)
+        leafSignedByALeaf = try Self.make(subject: DistinguishedName { CommonName("localhost (signed by a leaf)") },
+                                          key: P256.Signing.PrivateKey(), issuer: misissuedName, issuerKey: misissuedKey,
+                                          validity: (now - day, now + 30 * day), authority: false, names: loopback, usage: .serverAuth)
+        forgedLeaf = try Self.make(subject: DistinguishedName { CommonName("localhost (forged)") }, key: P256.Signing.PrivateKey(),
+                                   issuer: intermediateName, issuerKey: P256.Signing.PrivateKey(),
+                                   validity: (now - day, now + 30 * day), authority: false, names: loopback, usage: .serverAuth)
         func selfSigned(_ commonName: String) throws -> TestIdentity {
             let key = P256.Signing.PrivateKey()
             let name = try DistinguishedName { CommonName(commonName) }

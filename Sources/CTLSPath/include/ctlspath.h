@@ -19,10 +19,10 @@ typedef void (*httpop_tls_certificate_sink)(void *context, const unsigned char *
 /// OpenSSL `SSL *`), leaf first, anchor last.
 ///
 /// When verification did not succeed (the policy allows invalid certificates, so the handshake
-/// went on), only the leading certificates whose signatures chain from the leaf are handed
-/// over: the leaf (whose key the handshake proved), then each certificate whose key verifies
-/// the signature of the one before it, up to the first that does not. A certificate that was
-/// merely sent never counts.
+/// went on), only the leading certificates linked from the leaf are handed over: the leaf
+/// (whose key the handshake proved), then each certificate that is an authority, may issue
+/// the one before it, and whose key verifies its signature, up to the first that is not. A
+/// certificate that was merely sent never counts.
 ///
 /// Returns how many certificates were handed over, or -1 when the connection has no verified
 /// chain (no handshake with a certificate, or a resumed session).
