@@ -1,0 +1,54 @@
+import Foundation
+
+/// The rules ``TransferStateMachine`` consults without changing anything: whether a head names
+/// another version than the one held, and whether and when to send again. Read-only, so they
+/// live apart from the transitions in `TransferStateMachine.swift`.
+extension TransferStateMachine {
+    /// The refusal when `head` names another version than the one held: its `ETag` or its
+    /// `Last-Modified` differs from the one saved with the bytes held.
+    func validatorMismatch(_ head: ResponseHead) -> Failure? {
+        if let expected = entityTag, let received = head.value(of: "ETag"), received != expected {
+            return .resume(.validatorChanged(expected: expected, received: received))
+        }
+        if let expected = lastModified, let received = head.value(of: "Last-Modified"), received != expected {
+            return .resume(.validatorChanged(expected: expected, received: received))
+        }
+        return nil
+    }
+
+    /// Whether a transfer that failed with `error` is sent again: a failure a new connection
+    /// may cure, mid-body of a good answer (or while already retrying: the server may be
+    /// restarting), or a connection never made when the policy says so; within the policy,
+    /// and only for a method that may be sent twice.
+    func retryAllowed(after error: URLError) -> Bool {
+        let policy = configuration.retryPolicy
+        guard retries < policy.maximumRetries else { return false }
+        if RetryPolicy.isConnectionFailure(error), policy.retriesConnectionFailures, attempt.status == nil {
+            // Nothing was sent.
+            return configuration.isIdempotent || policy.retriesNonIdempotentRequests
+        }
+        guard configuration.isIdempotent, RetryPolicy.isRetryable(error) else { return false }
+        return attempt.status.map { $0 == 200 || $0 == 206 } ?? (retries > 0)
+    }
+
+    /// Whether an answer with `status` is to be sent again rather than be the outcome.
+    func retryWanted(status: Int) -> Bool {
+        let policy = configuration.retryPolicy
+        return policy.retryableStatusCodes.contains(status) && retries < policy.maximumRetries
+            && (configuration.isIdempotent || policy.retriesNonIdempotentRequests)
+    }
+
+    /// The wait before the next retry — the policy's, with jitter, or longer when the server
+    /// asked (`Retry-After`) — or nil when it is more than the policy allows.
+    func nextRetryDelay(askedFor requested: TimeInterval?) -> TimeInterval? {
+        let policy = configuration.retryPolicy
+        guard retries < policy.maximumRetries else { return nil }
+        var delay = policy.jittered(policy.delay(beforeRetry: retries + 1), random: random())
+        if let requested {
+            guard requested <= policy.maximumDelay else { return nil }
+            delay = max(delay, requested)
+        }
+        guard retryDelays + delay <= policy.maximumTotalDelay else { return nil }
+        return delay
+    }
+}
