@@ -71,12 +71,6 @@ static inline CURLcode ccurl_easy_getinfo_string(CURL *handle, CURLINFO info, ch
     return curl_easy_getinfo(handle, info, value);
 }
 
-/// CURLINFO_CERTINFO: the chain the server showed, one list of "Name:value" lines per
-/// certificate (the PEM is the "Cert:" line).
-static inline CURLcode ccurl_easy_getinfo_certinfo(CURL *handle, struct curl_certinfo **value) {
-    return curl_easy_getinfo(handle, CURLINFO_CERTINFO, value);
-}
-
 static inline CURLcode ccurl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
     return curl_easy_getinfo(handle, info, value);
 }
