@@ -411,23 +411,15 @@ struct TransferStateMachine {
         let count = Int64(count)
         switch attempt.route {
         case .aside:
-            if attempt.isErrorAnswer, let limit = configuration.maximumBodySize {
-                // In memory an error body may become the body: a memory body's limit.
-                guard attempt.asideBytes + count <= limit else {
-                    attempt.failure = .bodyTooLarge(limit: limit)
-                    return .abort
-                }
-            } else {
-                let limit = configuration.provisionalBodyLimit
-                guard attempt.asideBytes + count <= limit else {
-                    // An error answer for a file or stream is reported with what fits; one that
-                    // may still be replaced (a redirect, a challenge) cannot be cut.
-                    guard attempt.isErrorAnswer else {
-                        attempt.failure = .provisionalBodyTooLarge(limit: limit)
-                        return .abort
-                    }
-                    return .discard
-                }
+            // In memory an error answer's body becomes the body: a memory body's limit. Else
+            // the aside limit: an error answer for a file or stream is reported with what
+            // fits; a body that may still be replaced (a redirect, a challenge) cannot be cut.
+            let memoryLimit = attempt.isErrorAnswer ? configuration.maximumBodySize : nil
+            let limit = memoryLimit ?? configuration.provisionalBodyLimit
+            guard attempt.asideBytes + count <= limit else {
+                if attempt.isErrorAnswer, memoryLimit == nil { return .discard }
+                attempt.failure = memoryLimit != nil ? .bodyTooLarge(limit: limit) : .provisionalBodyTooLarge(limit: limit)
+                return .abort
             }
             attempt.asideBytes += count
             return .divert

@@ -12,6 +12,11 @@ public struct TLSCertificate: Sendable, Hashable, CustomStringConvertible {
     public let publicKeyPin: PublicKeyPin
     /// Its subject, as a distinguished name (`CN=example.com,O=...`).
     public let subject: String
+    /// The SHA-256 of the whole certificate, as `sha256//BASE64`: what certificate-mode pins
+    /// are named by in errors, and what a server-trust block's approvals are keyed by. Hashed
+    /// once, when parsed: a pinned connection's path is parsed once while it is recent
+    /// (`VerifiedPathCache`), and its approval is looked up on every request.
+    public let fingerprint: String
 
     /// Parses one DER-encoded certificate.
     ///
@@ -32,11 +37,8 @@ public struct TLSCertificate: Sendable, Hashable, CustomStringConvertible {
         self.derEncoded = der
         self.publicKeyPin = PublicKeyPin(subjectPublicKeyInfo: serializer.serializedBytes)
         self.subject = certificate.subject.description
+        self.fingerprint = "sha256//" + Data(SHA256.hash(data: der)).base64EncodedString()
     }
-
-    /// The SHA-256 of the whole certificate, as `sha256//BASE64`: what certificate-mode pins
-    /// are named by in errors.
-    public var fingerprint: String { "sha256//" + Data(SHA256.hash(data: derEncoded)).base64EncodedString() }
 
     /// The certificate in PEM.
     public var pemEncoded: String {

@@ -74,10 +74,11 @@ struct ResponseHead: Sendable, Equatable {
     }
 
     /// Whether the response names more than one body length: `Content-Length` values that
-    /// differ, in one field (`4, 10`) or in several, or one that is not a number, while no
-    /// `Transfer-Encoding` overrides them. RFC 9112 §6.3 makes that an unrecoverable error
-    /// (curl 7.88 reads the first number). The same value repeated is one length. The common
-    /// case, one field without a comma, is read from the bytes without a `String`.
+    /// differ, in one field (`4, 10`) or in several (a list with a value that is not a number
+    /// counts), while no `Transfer-Encoding` overrides them. RFC 9112 §6.3 makes that an
+    /// unrecoverable error (curl 7.88 reads the first number). The same value repeated is one
+    /// length. A single value without a comma is curl's to judge, and is read from the bytes
+    /// without a `String`.
     var hasConflictingContentLength: Bool {
         switch onlyValueBytes(of: "Content-Length") {
         case .none:
