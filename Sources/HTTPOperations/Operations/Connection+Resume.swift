@@ -6,22 +6,15 @@ import Foundation
 extension Connection {
     // MARK: - Pause and resume
 
-    /// Pauses: the transfer is taken off the multi handle (the bytes held stay where they
-    /// are) and resume data is saved.
+    /// Performs a pause the machine took (in the caller's thread, see
+    /// ``URLConnectionOperation/pause(completion:)``): the transfer is taken off the multi
+    /// handle when the machine says so (the bytes held stay where they are; what the old
+    /// transfer delivered after the pause the machine refused), and resume data is saved.
     ///
-    /// - Parameter whenPaused: Run on the callback queue once the pause has taken effect and
-    ///   its resume data is saved — or at once, in order, when there was nothing to pause
-    ///   (the transfer had already ended).
-    func pause(whenPaused: [@Sendable () -> Void]) {
-        switch machine.pause() {
-        case .paused(let stopTransfer):
-            if stopTransfer { self.stopTransfer() }
-            publishResumeData(saving: true)
-        case .ignored:
-            // The outcome came first (its writes may still be closing): the pause did not
-            // take effect, and the operation says so before anyone hears back.
-            if machine.isFinished { operation.pauseDidNotTakeEffect() }
-        }
+    /// - Parameter whenPaused: Run on the callback queue once the resume data is saved.
+    func paused(stoppingTransfer: Bool, whenPaused: [@Sendable () -> Void]) {
+        if stoppingTransfer { stopTransfer() }
+        publishResumeData(saving: true)
         callBack(whenPaused)
     }
 
@@ -41,45 +34,36 @@ extension Connection {
         }
     }
 
-    /// Resumes a paused transfer: asks for the bytes after those held (or sends the request
-    /// decided, or the first one), or fails when it must not be sent again.
-    func resume() {
-        switch machine.resume() {
-        case .ignored:
-            break
-        case .send(let send):
-            let first = send.reason == .first ? takeFirstTransfer() : nil
-            start(send, prepared: first)
-        case .fail(let failure):
-            // The machine has finished: only the report is left.
-            stopTransfer()
-            finish(response: nil, error: error(for: failure))
-        }
+    /// Performs a resume the machine answered with a request: the bytes after those held,
+    /// the request a block decided on, or the first one.
+    func start(resumed send: TransferStateMachine.Send, attempt: Int) {
+        start(send, attempt: attempt, prepared: send.reason == .first ? takeFirstTransfer() : nil)
+    }
+
+    /// Performs a resume the machine refused (the request must not be sent again): the
+    /// machine has finished, only the report is left.
+    func resumeFailed(_ failure: TransferStateMachine.Failure) {
+        stopTransfer()
+        finish(response: nil, error: error(for: failure))
     }
 
     // MARK: - Automatic resume
 
     /// Waits `delay`, then tells the machine the retry timer fired.
     func scheduleRetry(after delay: TimeInterval, failure: CurlError?) {
-        log("retry", [RequestLogging.retriesKey: "\(machine.retries)", "httpop.delay": "\(delay)",
+        log("retry", [RequestLogging.retriesKey: "\(withMachine { $0.retries })", "httpop.delay": "\(delay)",
                                                          "error": "\(failure.map { "\($0)" } ?? "")"])
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
             NetworkThread.shared.perform {
-                guard let send = self.machine.retryTimerFired() else { return }
-                self.start(send)
+                guard let (send, attempt) = self.withMachine({ machine in
+                    machine.retryTimerFired().map { ($0, machine.attempt.number) }
+                }) else { return }
+                self.start(send, attempt: attempt)
             }
         }
     }
 
     // MARK: - What the operation can see
-
-    /// Publishes the machine's metrics when they changed since last time.
-    func publishMetricsIfChanged() {
-        let metrics = machine.metrics
-        guard metrics != publishedMetrics else { return }
-        publishedMetrics = metrics
-        operation.state.withLock { $0.downloadMetrics = metrics }
-    }
 
     /// Publishes resume data for a download to a file (the operation's ``URLConnectionOperation/resumeData``),
     /// and saves it beside the file when `saving`.
@@ -93,17 +77,19 @@ extension Connection {
     /// The URL and header fields are the first request's, before any redirect: a saved
     /// download continues from the URL the caller asked for.
     func publishResumeData(saving: Bool) {
-        publishMetricsIfChanged()
+        guard let sink, let destination = sink.destination, let url = originalRequest.url else { return }
+        let (sendsOwnRange, validator, entityTag, lastModified, length) = withMachine { machine in
+            (machine.configuration.sendsOwnRange, machine.validator, machine.entityTag, machine.lastModified,
+             machine.knownLength)
+        }
         // A byte-range request of the caller's own holds bytes from its own offset: resume
         // data (a Range from the bytes held, without the caller's) would splice the resource
         // after them. Asking again starts that range over instead.
-        guard !machine.configuration.sendsOwnRange else { return }
-        guard let sink, let destination = sink.destination, let url = originalRequest.url else { return }
+        guard !sendsOwnRange else { return }
         // Secrets stay out of the file: credential fields (ResumeData drops them) and the
         // fields the caller named sensitive.
         let headers = (originalRequest.allHTTPHeaderFields ?? [:]).filter { !sensitiveHeaderFields.contains($0.key.lowercased()) }
-        let (method, validator, entityTag, lastModified, length) = (originalRequest.httpMethod ?? "GET", machine.validator,
-                                                                    machine.entityTag, machine.lastModified, machine.knownLength)
+        let method = originalRequest.httpMethod ?? "GET"
         let (operation, sidecar) = (self.operation, ResumeData.sidecarURL(for: destination))
         sink.afterWrites { written in
             guard written.holdsCurrentVersion else { return }
@@ -126,8 +112,9 @@ extension Connection {
 
     /// The response for a download a 416 found already complete: a 200 for the bytes held.
     func completedResponse() -> HTTPURLResponse {
-        var fields = ["Content-Length": "\(sink?.heldBytes ?? 0)"]
-        switch machine.validator {
+        let (held, validator) = withMachine { ($0.held, $0.validator) }
+        var fields = ["Content-Length": "\(held)"]
+        switch validator {
         case .entityTag(let tag)?: fields["ETag"] = tag
         case .lastModified(let date)?: fields["Last-Modified"] = date
         case nil: break

@@ -2,18 +2,23 @@ import CCurl
 import Foundation
 import Logging
 
-/// The network-thread half of a ``URLConnectionOperation``: it drives the operation's
-/// ``TransferStateMachine`` and performs what the machine decides — starting curl transfers
+/// The network-thread half of a ``URLConnectionOperation``: it feeds the operation's
+/// ``TransferStateMachine`` the transfer's events and performs what the machine decides — starting curl transfers
 /// (one per redirect, authentication round, resume or retry), writing the body where it
 /// belongs, asking the redirect and challenge blocks — and hands the outcome back to the
 /// operation exactly once. It decides nothing itself.
 ///
 /// Pause, resume, retry timers and resume data live in `Connection+Resume.swift`.
 ///
+/// The machine is not here: it lives in the operation's state, behind the operation's lock,
+/// because the operation's phase is derived from it and the caller's pause, resume and
+/// cancel are its events too (see ``URLConnectionOperation/State``). This reaches it through
+/// ``withMachine(_:)``.
+///
 /// Thread-safety: created on the thread that starts the operation, which also opens the body's
 /// file (no file system call on the network thread); every method after `init` runs on the
-/// network thread (through `NetworkThread.perform` or curl's callbacks), so its fields need
-/// no lock.
+/// network thread (through `NetworkThread.perform` or curl's callbacks), so its own fields
+/// need no lock.
 final class Connection: CurlTransferDelegate, @unchecked Sendable {
     let operation: URLConnectionOperation
     let logger: Logger
@@ -33,14 +38,17 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     let sensitiveHeaderFields: Set<String>
     let download: DownloadConfiguration
 
-    /// Every decision about the transfer.
-    var machine: TransferStateMachine
     /// The request sent last (or about to be sent).
     var request: URLRequest
     /// The first request, before any redirect: what resume data names, so that a saved
     /// download is continued from the URL the caller asked for.
     let originalRequest: URLRequest
     var transfer: CurlTransfer?
+    /// The machine's attempt ``transfer`` serves (``TransferStateMachine/Attempt/number``).
+    /// A caller's pause and resume move the machine to its next attempt at once, and the old
+    /// transfer is stopped only when their jobs get here: until then its late events are
+    /// refused, never taken as the new attempt's.
+    private var transferAttempt = 0
     /// The last final head of the current transfer.
     var head: ResponseHead?
     /// The body of the response the machine holds aside (see ``TransferStateMachine/BodyRoute``).
@@ -52,8 +60,6 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     private var reported = false
     /// Where the time went, transfer after transfer.
     private var timings: TransferTimings?
-    /// The metrics the operation last saw.
-    var publishedMetrics = DownloadMetrics()
     /// Serial queue that writes the body to its file or stream, and writes and removes the
     /// sidecar resume data after the bytes it describes. Made on first use: bodies in memory
     /// never need it. A file's is on one of the shared ``WriterLanes`` (a fixed number of
@@ -108,20 +114,23 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         let prepared = try? first.get()
         let method = prepared?.method ?? (request.httpMethod ?? "GET").uppercased()
         let sendsOwnRange = prepared?.headers.contains { fieldNamesMatch($0.name, "Range") } ?? false
-        self.machine = TransferStateMachine(
-            configuration: .init(maximumRedirects: configuration.maximumRedirects,
-                                 answersChallenges: configuration.challengeBlock != nil,
-                                 retryPolicy: configuration.download.retryPolicy,
-                                 isIdempotent: RetryPolicy.idempotentMethods.contains(method),
-                                 maximumBodySize: configuration.download.destination == nil && outputStream == nil
-                                     ? configuration.download.maximumBodySize : nil,
-                                 canRestart: configuration.download.destination != nil || outputStream == nil,
-                                 sendsOwnRange: sendsOwnRange,
-                                 expectsBody: method != "HEAD",
-                                 errorAnswerJoinsBody: configuration.download.destination == nil && outputStream == nil,
-                                 expectsHeads: ["http", "https"].contains(request.url?.scheme?.lowercased() ?? "")),
-            validator: configuration.download.validator, entityTag: configuration.download.entityTag,
-            lastModified: configuration.download.lastModified, knownLength: configuration.download.knownLength)
+        let inMemory = configuration.download.destination == nil && outputStream == nil
+        let machineConfiguration = TransferStateMachine.Configuration(
+            maximumRedirects: configuration.maximumRedirects,
+            answersChallenges: configuration.challengeBlock != nil,
+            retryPolicy: configuration.download.retryPolicy,
+            isIdempotent: RetryPolicy.idempotentMethods.contains(method),
+            maximumBodySize: inMemory ? configuration.download.maximumBodySize : nil,
+            canRestart: configuration.download.destination != nil || outputStream == nil,
+            sendsOwnRange: sendsOwnRange,
+            expectsBody: method != "HEAD",
+            errorAnswerJoinsBody: inMemory,
+            expectsHeads: ["http", "https"].contains(request.url?.scheme?.lowercased() ?? ""))
+        let download = configuration.download
+        operation.state.withLock { state in
+            state.machine.configure(machineConfiguration, validator: download.validator, entityTag: download.entityTag,
+                                    lastModified: download.lastModified, knownLength: download.knownLength)
+        }
         self.firstTransfer = first
         openSink(stream: outputStream)
         // Counted until reported: the network thread does not stop under a live connection.
@@ -147,22 +156,40 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         }
     }
 
+    /// The operation's machine, in the operation's lock: every event and every read of the
+    /// transfer's state goes through here. A change of the operation's phase it causes (a
+    /// timeout or a refused decision ending a paused operation) is announced.
+    @discardableResult
+    func withMachine<Result: Sendable>(_ event: (inout TransferStateMachine) -> Result) -> Result {
+        operation.changingPhase { event(&$0.machine) }
+    }
+
     // MARK: - Commands (network thread)
 
-    func begin() {
+    /// Begins the transfer with the bytes the sink holds, unless the machine was paused or
+    /// cancelled while this connection was being made.
+    ///
+    /// - Parameter whenPaused: Completions of pauses asked for before this connection existed.
+    func begin(whenPaused: [@Sendable () -> Void]) {
+        defer { callBack(whenPaused) }
+        // Cancelled before the connection was stored: no job of the cancel's own came.
+        if withMachine({ $0.isFinished }) { return cancel() }
         if let totalTimeout { armDeadline(after: totalTimeout) }
         guard let sink else {
             return fail(sinkFailure ?? URLError(.cannotOpenFile, url: download.destination, description: "No body sink."))
         }
-        let held = sink.heldBytes
+        let held = sink.heldAtOpen
+        let (send, attempt, knownLength) = withMachine { machine in
+            (machine.begin(held: held), machine.attempt.number, machine.knownLength)
+        }
         if held > 0 {
-            downloadProgress?.reset(total: held, expected: machine.knownLength ?? -1)
+            downloadProgress?.reset(total: held, expected: knownLength ?? -1)
         }
-        guard let send = machine.begin(held: held) else {
-            // Paused before anything was sent; resume sends it.
-            return publishMetricsIfChanged()
+        guard let send else {
+            // Paused before anything was sent; resume sends it. What the file holds is saved.
+            return publishResumeData(saving: true)
         }
-        start(send, prepared: takeFirstTransfer())
+        start(send, attempt: attempt, prepared: takeFirstTransfer())
     }
 
     /// Fails the operation with `URLError(.timedOut)` `limit` from now, whatever it is doing
@@ -175,7 +202,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         let connection = WeakConnection(self)
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
             NetworkThread.shared.perform {
-                guard let self = connection.value, !self.machine.isFinished else { return }
+                guard let self = connection.value, !self.withMachine({ $0.isFinished }) else { return }
                 self.log("total timeout", ["httpop.limit": "\(limit)"])
                 self.fail(URLError(.timedOut, url: self.request.url,
                                    description: "The operation did not finish within its total timeout of \(limit)."))
@@ -190,14 +217,17 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         return firstTransfer
     }
 
+    /// The operation was cancelled: its machine ended then, in the caller's thread, so
+    /// nothing it answered since is reported instead; what is left is to stop and report.
     func cancel() {
-        fail(operation.cancellationError())
+        stopTransfer()
+        finish(response: nil, error: operation.cancellationError())
     }
 
-    /// Ends the transfer with `error` (a cancellation, or a failure found here rather than by
-    /// the machine), unless the outcome was already given.
+    /// Ends the transfer with `error` (a failure found here rather than by the machine),
+    /// unless the outcome was already given.
     func fail(_ error: any Error, response: URLResponse? = nil) {
-        guard machine.end() else { return }
+        guard withMachine({ $0.end() }) else { return }
         stopTransfer()
         finish(response: response, error: error)
     }
@@ -206,9 +236,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     /// Starts the transfer the machine asked for, for ``request``.
     ///
-    /// - Parameter prepared: Its transfer, when worked out before (the first request's).
-    func start(_ send: TransferStateMachine.Send, prepared: Result<TransferRequest, any Error>? = nil) {
-        publishMetricsIfChanged()
+    /// - Parameters:
+    ///   - attempt: The machine's attempt number when it answered `send`.
+    ///   - prepared: Its transfer, when worked out before (the first request's).
+    func start(_ send: TransferStateMachine.Send, attempt: Int, prepared: Result<TransferRequest, any Error>? = nil) {
         head = nil
         bodyAside = Data()
         if send.reason != .first {
@@ -233,9 +264,11 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                 transferRequest.rewindsBody = rewindsBody
             }
             addRangeHeaders(for: send, to: &transferRequest)
-            machine.credentialSent(transferRequest.credential != nil || transferRequest.proxyCredential != nil)
+            let sendsCredential = transferRequest.credential != nil || transferRequest.proxyCredential != nil
+            withMachine { $0.credentialSent(sendsCredential) }
             let transfer = CurlTransfer(request: transferRequest, delegate: self)
             self.transfer = transfer
+            transferAttempt = attempt
             NetworkThread.shared.multi.add(transfer)
         } catch {
             fail(error)
@@ -245,7 +278,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// Adds `Range` and `If-Range` when the machine asks for the bytes after those held. A
     /// caller's own `Range` (a byte-range request) is sent as it is.
     private func addRangeHeaders(for send: TransferStateMachine.Send, to transfer: inout TransferRequest) {
-        guard !machine.configuration.sendsOwnRange else { return }
+        guard !withMachine({ $0.configuration.sendsOwnRange }) else { return }
         transfer.headers.removeAll { fieldNamesMatch($0.name, "Range") || fieldNamesMatch($0.name, "If-Range") }
         guard let from = send.rangeFrom else { return }
         transfer.headers.append(("Range", "bytes=\(from)-"))
@@ -268,25 +301,35 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead) -> Bool {
         guard transfer === self.transfer else { return false }
-        if let error = sink?.writeError {
-            // A write already failed (its event is on its way): nothing of this answer can be
-            // kept, and a restart from zero would empty nothing. The transfer is aborted and
-            // its completion reports the failure: this is inside curl's callback, where it
-            // cannot be stopped (it used to be, and crashed the process).
-            machine.writerFailedBeforeHead(error)
-            return false
+        let (attempt, writeError) = (transferAttempt, sink?.writeError)
+        typealias Reading = (current: Bool, action: TransferStateMachine.HeadAction, rangeFrom: Int64?,
+                             expectedLength: Int64, bodyLimit: Int64?)
+        let (current, action, rangeFrom, expectedLength, bodyLimit) = withMachine { machine -> Reading in
+            guard machine.attempt.number == attempt else { return (false, .abort, nil, -1, nil) }
+            if let writeError {
+                // A write already failed (its event is on its way): nothing of this answer can
+                // be kept, and a restart from zero would empty nothing. The transfer is aborted
+                // and its completion reports the failure: this is inside curl's callback, where
+                // it cannot be stopped (it used to be, and crashed the process).
+                machine.writerFailedBeforeHead(writeError)
+                return (false, .abort, nil, -1, nil)
+            }
+            return (true, machine.headReceived(head), machine.attempt.rangeFrom, machine.expectedLength,
+                    machine.configuration.maximumBodySize)
         }
-        self.head = head
-        bodyAside = Data()
-        switch machine.headReceived(head) {
+        if current {
+            self.head = head
+            bodyAside = Data()
+        }
+        switch action {
         case .deliver(let restartFromZero, let newIdentity):
             if restartFromZero {
                 // The machine allows it only for sinks that can restart.
                 try? sink?.truncate()
                 downloadProgress?.reset(total: 0, expected: -1)
             }
-            if machine.attempt.rangeFrom == nil {
-                sink?.reserve(machine.expectedLength, limit: machine.configuration.maximumBodySize ?? 1 << 30)
+            if rangeFrom == nil {
+                sink?.reserve(expectedLength, limit: bodyLimit ?? 1 << 30)
             }
             if newIdentity {
                 // Saved now, so that a process killed mid-body can still resume with the validator.
@@ -304,10 +347,15 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> BodyDisposition {
         guard let sink else { return .abort }
-        switch machine.bodyReceived(count: bytes.count, admission: { sink.admit(bytes.count) }) {
+        let attempt = transferAttempt
+        let (action, expectedLength) = withMachine { machine in
+            guard machine.attempt.number == attempt else { return (TransferStateMachine.BodyAction.abort, Int64(-1)) }
+            return (machine.bodyReceived(count: bytes.count, admission: { sink.admit(bytes.count) }), machine.expectedLength)
+        }
+        switch action {
         case .append:
             sink.write(bytes)
-            downloadProgress?.record(Int64(bytes.count), expected: machine.expectedLength)
+            downloadProgress?.record(Int64(bytes.count), expected: expectedLength)
             return .taken
         case .divert:
             bodyAside.append(contentsOf: bytes)
@@ -324,14 +372,15 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     /// Writing the body failed: the download ends with that failure, whatever it was doing.
     private func writerFailed(_ error: URLError) {
-        guard let outcome = machine.writerFailed(error) else { return }
+        guard let outcome = withMachine({ $0.writerFailed(error) }) else { return }
         stopTransfer()
         report(outcome, of: nil)
     }
 
     /// The writer made room: let the transfer that waited for it go on, if it still runs.
     private func writerHasRoom() {
-        guard machine.writerCaughtUp(), let transfer else { return }
+        let attempt = transferAttempt
+        guard withMachine({ $0.attempt.number == attempt && $0.writerCaughtUp() }), let transfer else { return }
         NetworkThread.shared.multi.unpause(transfer)
     }
 
@@ -343,13 +392,17 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         guard transfer === self.transfer else { return }
         self.transfer = nil
         record(transfer.timings)
+        // A transfer the caller's pause left behind (a resume has moved the machine on): its
+        // end is nobody's outcome; the job that would have stopped it finds nothing to stop.
+        let attempt = transferAttempt
+        guard withMachine({ $0.attempt.number == attempt }) else { return }
         if let refusal = transfer.trustFailure {
             // The pins said no before anything was sent: final, never retried.
             return fail(refusal)
         }
         if let trust = transfer.pendingServerTrust {
             // Stopped before sending to a server the block has not judged.
-            switch machine.serverTrustQuestioned() {
+            switch withMachine({ $0.serverTrustQuestioned() }) {
             case .ask: askServerTrust(trust)
             case .ignored: break
             case .report(let outcome): report(outcome, of: nil)
@@ -358,7 +411,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         }
         // A body that could not be read is the real failure; curl only saw its callback abort.
         let failure = error.map { transfer.bodyReadFailure ?? URLError($0, url: request.url) }
-        switch machine.transferCompleted(error: failure) {
+        let (action, held, next) = withMachine { machine in
+            (machine.transferCompleted(error: failure), machine.held, machine.attempt.number)
+        }
+        switch action {
         case .ignored:
             break
         case .report(let outcome):
@@ -366,8 +422,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         case .scheduleRetry(let delay):
             scheduleRetry(after: delay, failure: error)
         case .send(let send):
-            log("continue", ["httpop.offset": "\(machine.held)"])
-            start(send)
+            log("continue", ["httpop.offset": "\(held)"])
+            start(send, attempt: next)
         case .redirect:
             redirect(to: transfer.redirectURL)
         case .challenge(let previousFailureCount):
@@ -400,7 +456,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         callbackQueue.async(group: completionGroup) {
             let decision = redirectBlock(operation, proposed, response)
             NetworkThread.shared.perform {
-                guard !self.machine.isFinished else { return }
+                guard !self.withMachine({ $0.isFinished }) else { return }
                 if let decision { self.request = decision }
                 self.decided(proceed: decision != nil)
             }
@@ -414,7 +470,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         callbackQueue.async(group: completionGroup) {
             let answer = block(operation, challenge)
             NetworkThread.shared.perform {
-                guard !self.machine.isFinished else { return }
+                guard !self.withMachine({ $0.isFinished }) else { return }
                 if let answer, challenge.isProxyChallenge {
                     // A 407 came from the proxy: its answer goes to the proxy, never to the
                     // origin (it used to be sent as the origin's credential).
@@ -455,7 +511,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             let trusted = evaluation.block(operation, trust)
             if trusted { evaluation.approve(trust) }
             NetworkThread.shared.perform {
-                guard !self.machine.isFinished else { return }
+                guard !self.withMachine({ $0.isFinished }) else { return }
                 self.decided(proceed: trusted)
             }
         }
@@ -463,9 +519,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     /// Performs what the machine makes of a redirect, challenge or server-trust decision.
     private func decided(proceed: Bool) {
-        switch machine.decided(proceed: proceed) {
+        let (action, attempt) = withMachine { ($0.decided(proceed: proceed), $0.attempt.number) }
+        switch action {
         case .ignored: break
-        case .send(let send): start(send)
+        case .send(let send): start(send, attempt: attempt)
         case .report(let outcome): report(outcome, of: nil)
         }
     }
@@ -490,7 +547,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                 // In memory, with nothing else held: an error answer, a refused redirect or
                 // challenge. Its body is the body (the serializer judges it).
                 bodyAside.withUnsafeBytes { sink?.write($0) }
-                machine.heldAsideMovedIntoSink()
+                withMachine { $0.heldAsideMovedIntoSink() }
                 finish(response: response, error: nil)
             } else {
                 // An error answer to a download to a file or stream, or to a range request:
@@ -525,13 +582,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             // Reported now: `conclude` fixes the outcome in the same lock as a racing cancel.
             return deliver(response: response, error: error, separateBody: separateBody, complete: complete && error == nil)
         }
-        // The writes close off this thread first: fixed now, so that a pause or cancel in the
-        // meantime does not take effect (a cancel that came first makes it a cancellation).
-        let cancelled = operation.state.withLock { state in
-            state.outcomeDecided = true
-            return state.cancelRequested
-        }
-        let error = error ?? (cancelled ? operation.cancellationError() : nil)
+        // The writes close off this thread first. The outcome is fixed already: the machine
+        // gave it (or a cancel ended the machine first, and this reports the cancellation), so
+        // a pause or cancel in the meantime takes no effect.
         // A file or stream is written off this thread; the outcome waits for the last write.
         sink.close { [self] writeError in
             NetworkThread.shared.perform {
@@ -544,24 +597,21 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
 
     /// The rest of ``finish(response:error:separateBody:complete:)``, once the body is written.
     private func deliver(response: URLResponse?, error: (any Error)?, separateBody: Data?, complete: Bool) {
-        if !complete {
-            publishResumeData(saving: true)
-        } else {
-            publishMetricsIfChanged()
-        }
+        if !complete { publishResumeData(saving: true) }
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
         let data = separateBody ?? ((sink?.isMemory ?? true) ? sink?.takeMemory() ?? Data() : nil)
-        timings?.redirects = machine.redirects
+        let (redirects, retries, resumes, held) = withMachine { ($0.redirects, $0.retries, $0.metrics.resumes, $0.held) }
+        timings?.redirects = redirects
         let outcomeMetadata: Logger.Metadata? = logger.logLevel <= .debug ? [
             RequestLogging.statusKey: "\(head?.statusCode ?? (response as? HTTPURLResponse)?.statusCode ?? 0)",
-            RequestLogging.bytesKey: "\(sink?.heldBytes ?? 0)",
+            RequestLogging.bytesKey: "\(held)",
             RequestLogging.durationKey: "\(timings?.total ?? .zero)",
             RequestLogging.transfersKey: "\(timings?.transfers ?? 0)",
-            RequestLogging.retriesKey: "\(machine.retries)",
-            RequestLogging.resumesKey: "\(machine.metrics.resumes)",
+            RequestLogging.retriesKey: "\(retries)",
+            RequestLogging.resumesKey: "\(resumes)",
         ] : nil
         operation.conclude(response: response, data: data, error: error, complete: complete, timings: timings,
-                           retries: machine.retries, resumes: machine.metrics.resumes, log: outcomeMetadata.map { (logger, $0) }, on: callbackQueue,
+                           retries: retries, resumes: resumes, log: outcomeMetadata.map { (logger, $0) }, on: callbackQueue,
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
                            completion: completionCheck(complete: complete),
                            handoff: NetworkThread.shared.callbacks)

@@ -13,8 +13,9 @@ public enum OperationPhase: Sendable, Equatable {
     /// Done, successfully or not. Final.
     case finished
 
-    /// Whether an operation may move from `self` to `next`. The single source of truth for
-    /// every transition; anything it refuses is ignored by the caller.
+    /// Whether an operation may move from `self` to `next`. An operation's phase is derived
+    /// from its transfer's state (it is paused exactly while its transfer holds a pause), and
+    /// every change of it is checked against this in debug builds.
     public func canTransition(to next: OperationPhase) -> Bool {
         switch (self, next) {
         case (.ready, .executing), (.ready, .finished): true

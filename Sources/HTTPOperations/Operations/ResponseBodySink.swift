@@ -4,7 +4,11 @@ import Foundation
 import Glibc
 #endif
 
-/// Where one operation's response body goes, and how much of it is held. Network thread only.
+/// Where one operation's response body goes. Network thread only.
+///
+/// It does not count what it holds after it opened: ``TransferStateMachine/held`` is the one
+/// count of the bytes taken (each `write` is one the machine admitted), and the
+/// ``BodyWriter`` knows what the file really holds (``BodyWriter/Written``).
 ///
 /// Three kinds: memory (the default), a destination file the operation owns, and an output
 /// stream the caller owns. Files and streams are written by a ``BodyWriter`` off the network
@@ -21,8 +25,10 @@ final class ResponseBodySink {
     private var storage: Storage
     /// The body, when it goes to memory.
     private let memory = MemoryBody()
-    /// Bytes held: in memory, or taken for the file or stream (written, or on their way).
-    private(set) var heldBytes: Int64 = 0
+    /// What the destination file held when it was opened and is continued (a resume), for
+    /// the machine's ``TransferStateMachine/begin(held:)``: what is really on disk, whatever a
+    /// saved offset says. 0 for memory, a stream or a file that is emptied.
+    let heldAtOpen: Int64
 
     /// A sink for memory (`destination` and `stream` nil), a destination file, or a stream
     /// (a caller's `OutputStream` or a ``ResponseBodyChannel``).
@@ -44,14 +50,16 @@ final class ResponseBodySink {
             // What is really on disk is what we hold, whatever a saved offset says. Only a file
             // that holds bytes is emptied: ext4 treats a truncation to zero as "replace via
             // truncate" and flushes the whole new file from close(2) (37-42 ms for 100 MiB).
-            heldBytes = continuing ? size : 0
+            heldAtOpen = continuing ? size : 0
             let writer = BodyWriter(target: .file(handle, destination), queue: writerQueue(),
-                                    emptyFirst: !continuing && size > 0, alreadyWritten: heldBytes,
+                                    emptyFirst: !continuing && size > 0, alreadyWritten: heldAtOpen,
                                     roomAvailable: roomAvailable, failed: failed)
             storage = .file(writer, destination)
         } else if let stream {
+            heldAtOpen = 0
             storage = .stream(BodyWriter(target: stream, queue: writerQueue(), roomAvailable: roomAvailable, failed: failed))
         } else {
+            heldAtOpen = 0
             storage = .memory
         }
     }
@@ -136,7 +144,6 @@ final class ResponseBodySink {
         } else {
             memory.append(bytes)
         }
-        heldBytes += Int64(bytes.count)
     }
 
     /// The first write to the file or stream that failed, if any.
@@ -165,7 +172,6 @@ final class ResponseBodySink {
         case .stream:
             throw ResumeError(.cannotRestartOutputStream)
         }
-        heldBytes = 0
     }
 
     /// Writes what is left and closes the file or stream, then calls `completion` with the

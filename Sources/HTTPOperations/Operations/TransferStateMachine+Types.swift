@@ -160,6 +160,10 @@ extension TransferStateMachine {
 
     /// One transfer's facts.
     struct Attempt: Equatable {
+        /// Which request of the operation this is, counted from 1 (0 before the first): the
+        /// driver labels each transfer with it, and a late event of an earlier transfer (a
+        /// pause and a resume were taken meanwhile in the caller's thread) is not this one's.
+        var number = 0
         /// The offset the `Range` it *sent* asked for; nil when it sent none. Never changes
         /// during the attempt: a 206 is only ever read against what was sent.
         let sentFrom: Int64?
@@ -194,7 +198,8 @@ extension TransferStateMachine {
         /// 0 when the server named none).
         var retryAfter: TimeInterval?
 
-        init(sentFrom: Int64? = nil) {
+        init(sentFrom: Int64? = nil, number: Int = 0) {
+            self.number = number
             self.sentFrom = sentFrom
             self.rangeFrom = sentFrom
         }

@@ -24,7 +24,9 @@ import Foundation
 struct TransferStateMachine {
     // MARK: - State
 
-    let configuration: Configuration
+    /// Fixed by ``configure(_:validator:entityTag:lastModified:knownLength:)`` before the
+    /// transfer begins.
+    private(set) var configuration: Configuration
     private(set) var phase = Phase.idle
     /// Bytes held in the sink: what a `Range` continues from.
     private(set) var held: Int64 = 0
@@ -64,7 +66,19 @@ struct TransferStateMachine {
     init(configuration: Configuration, validator: ResumeValidator? = nil, entityTag: String? = nil,
          lastModified: String? = nil, knownLength: Int64? = nil) {
         self.configuration = configuration
+        configure(configuration, validator: validator, entityTag: entityTag, lastModified: lastModified,
+                  knownLength: knownLength)
+    }
+
+    /// Fixes what the operation's settings say, when its transfer is about to begin. The
+    /// machine lives as long as its operation (whose phase is derived from it), so a pause,
+    /// resume or cancel made before then has already moved it: its phase is kept.
+    mutating func configure(_ configuration: Configuration, validator: ResumeValidator? = nil, entityTag: String? = nil,
+                            lastModified: String? = nil, knownLength: Int64? = nil) {
+        guard !hasBegun else { return }
+        self.configuration = configuration
         self.validator = validator
+        (self.entityTag, self.lastModified) = (nil, nil)
         switch validator {
         case .entityTag(let tag)?: self.entityTag = entityTag ?? tag
         case .lastModified(let date)?: self.lastModified = lastModified ?? date
@@ -151,6 +165,7 @@ struct TransferStateMachine {
     /// Ends the transfer: the caller cancelled, or the driver found a failure of its own (a
     /// request it could not build, a file it could not open). True when there was something
     /// to end: stop the transfer and report; false when the outcome was already given.
+    @discardableResult
     mutating func end() -> Bool {
         guard phase != .finished else { return false }
         phase = .finished
@@ -164,7 +179,7 @@ struct TransferStateMachine {
     private mutating func send(_ reason: SendReason) -> Send {
         phase = .transferring
         let from = held > 0 && !configuration.sendsOwnRange ? held : nil
-        attempt = Attempt(sentFrom: from)
+        attempt = Attempt(sentFrom: from, number: attempt.number + 1)
         return Send(rangeFrom: from, validator: from == nil ? nil : validator, reason: reason)
     }
 

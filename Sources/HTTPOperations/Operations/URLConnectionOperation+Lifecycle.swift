@@ -2,15 +2,15 @@ import CoreMetrics
 import Foundation
 import Logging
 
-/// Start, cancel, pause, resume and the outcome: the operation's phase (``OperationPhase``)
-/// and what Foundation is told of it.
+/// Start, cancel, pause, resume and the outcome: the operation's phase (``OperationPhase``,
+/// derived from its ``TransferStateMachine``; see ``State``) and what Foundation is told of it.
 extension URLConnectionOperation {
     /// Whether the operation is paused: started, holding its transfer, not finished.
     public var isPaused: Bool { state.withLock { $0.phase == .paused } }
 
     /// The body of `start()`.
     func startTransfer() {
-        guard transition(from: .ready, to: .executing) else {
+        guard leaveReady() else {
             if isPaused { resume() }
             return
         }
@@ -35,26 +35,19 @@ extension URLConnectionOperation {
         startSpan(settings: settings, request: &request)
         // Built outside the lock: it works out the first transfer and opens the body's file.
         let connection = Connection(operation: self, settings: consume settings, request: request)
-        state.withLock { $0.connection = connection }
         connection.logger.debug("request started")
-        let queued = NetworkThread.shared.perform {
-            // Read here, on the network thread, not when the connection was stored: a pause
-            // or resume made since then queued its own job ahead of this one, against a
-            // machine that had not begun, and only the phase as it is now says what the
-            // caller last asked (a snapshot paused for good an operation resumed in between).
-            // A pause that came while the connection was being made is not lost; one that a
-            // resume undid pauses nothing (the operation is executing): its completions run.
-            let (paused, cancelled, pauseCompletions) = self.state.withLock { state in
-                defer { state.pendingPauseCompletions.removeAll() }
-                return (state.phase == .paused, state.cancelRequested, state.pendingPauseCompletions)
+        // Stored and queued in one lock: a pause, resume or cancel from now on queues its job
+        // after this one. One that came while the connection was being made has moved the
+        // machine already (begin() reads it) and left its pause completions here.
+        let queued = state.withLock { state in
+            state.connection = connection
+            return NetworkThread.shared.perform {
+                let pauseCompletions = self.state.withLock { state in
+                    defer { state.pendingPauseCompletions.removeAll() }
+                    return state.pendingPauseCompletions
+                }
+                connection.begin(whenPaused: pauseCompletions)
             }
-            if paused {
-                connection.pause(whenPaused: pauseCompletions)
-            } else {
-                connection.callBack(pauseCompletions)
-            }
-            if cancelled { connection.cancel() }
-            connection.begin()
         }
         if !queued {
             // The network thread was stopped (HTTPRequestOperationManager.shutdown): nothing
@@ -68,7 +61,7 @@ extension URLConnectionOperation {
     /// Finishes an operation that was never started with `error`, without sending anything
     /// (a manager that is shutting down refuses it). Does nothing once it has started.
     func refuse(_ error: any Error) {
-        guard transition(from: .ready, to: .executing) else { return }
+        guard leaveReady() else { return }
         conclude(response: nil, data: nil, error: error)
     }
 
@@ -76,17 +69,20 @@ extension URLConnectionOperation {
     func cancelTransfer() {
         // Decided under the lock that start() uses, so a cancel racing with start() is seen
         // by exactly one of them.
-        let decision = state.withLock { state -> (effective: Bool, connection: Connection?) in
-            guard !state.outcomeDecided, !state.cancelRequested else { return (false, nil) }
+        // The cancellation is the machine's outcome from now on: nothing it answers later
+        // (a head, the end of a transfer) can be reported instead.
+        let effective = changingPhase { state -> Bool in
+            guard !state.machine.isFinished, !state.cancelRequested else { return false }
             state.cancelRequested = true
-            return (true, state.connection)
+            state.machine.end()
+            // Not started: start() will finish it. Started: the transfer is stopped where it
+            // is, after the jobs queued before (in this lock, so none can come after it).
+            if let connection = state.connection {
+                NetworkThread.shared.perform { connection.cancel() }
+            }
+            return true
         }
-        guard decision.effective else { return }
-        super.cancel()
-        // Not started: start() will finish it. Started: stop the transfer where it is.
-        if let connection = decision.connection {
-            NetworkThread.shared.perform { connection.cancel() }
-        }
+        if effective { super.cancel() }
     }
 
     /// Pauses the transfer: it is taken off the network (its connection closes), the bytes
@@ -98,23 +94,24 @@ extension URLConnectionOperation {
     ///   taken effect and the resume data is saved (for example before a process exits), or
     ///   straight away when there was nothing to pause. Read ``isPaused`` to know which.
     public func pause(completion: (@Sendable () -> Void)? = nil) {
-        enum Next { case pause(Connection), waitForConnection, answerNow }
-        let next = transition(from: .executing, to: .paused, when: { !$0.cancelRequested && !$0.outcomeDecided }) { state in
-            if let connection = state.connection { return Next.pause(connection) }
-            // Before the connection exists (prepareRequest() is running): start() passes it on.
-            if let completion { state.pendingPauseCompletions.append(completion) }
-            return Next.waitForConnection
-        } ?? .answerNow
-        switch next {
-        case .pause(let connection):
-            NetworkThread.shared.perform { connection.pause(whenPaused: completion.map { [$0] } ?? []) }
-        case .waitForConnection:
-            break
-        case .answerNow:
-            guard let completion else { return }
-            let (queue, group) = state.withLock { ($0.settings.completionQueue ?? .global(), $0.settings.completionGroup) }
-            queue.async(group: group, execute: completion)
+        let taken = changingPhase { state -> Bool in
+            guard state.phase == .executing, !state.cancelRequested,
+                  case .paused(let stopTransfer) = state.machine.pause() else { return false }
+            guard let connection = state.connection else {
+                // Before the connection exists (prepareRequest() is running): it runs them.
+                if let completion { state.pendingPauseCompletions.append(completion) }
+                return true
+            }
+            let completions = completion.map { [$0] } ?? []
+            let queued = NetworkThread.shared.perform {
+                connection.paused(stoppingTransfer: stopTransfer, whenPaused: completions)
+            }
+            // A stopped network thread has no transfer to stop: the completion runs now.
+            return queued || completion == nil
         }
+        guard !taken, let completion else { return }
+        let (queue, group) = state.withLock { ($0.settings.completionQueue ?? .global(), $0.settings.completionGroup) }
+        queue.async(group: group, execute: completion)
     }
 
     /// Resumes a paused transfer: the request is sent again with `Range` for the bytes after
@@ -124,20 +121,21 @@ extension URLConnectionOperation {
     /// ``TransferError`` `.requestNotResendable`. Does nothing unless the operation is paused
     /// and not cancelled.
     public func resume() {
-        let connection = transition(from: .paused, to: .executing, when: { !$0.cancelRequested && !$0.outcomeDecided }) {
-            $0.connection
+        changingPhase { state in
+            guard state.phase == .paused, !state.cancelRequested else { return }
+            let action = state.machine.resume()
+            // No connection yet: the machine is idle again, and begin() sends the first request.
+            guard let connection = state.connection else { return }
+            switch action {
+            case .ignored:
+                break
+            case .send(let send):
+                let attempt = state.machine.attempt.number
+                NetworkThread.shared.perform { connection.start(resumed: send, attempt: attempt) }
+            case .fail(let failure):
+                NetworkThread.shared.perform { connection.resumeFailed(failure) }
+            }
         }
-        // No connection yet: start() sees the operation executing and does not pause it.
-        if let connection = connection ?? nil {
-            NetworkThread.shared.perform { connection.resume() }
-        }
-    }
-
-    /// The network thread found the outcome given before a pause reached it: the operation,
-    /// paused a moment ago, is executing again until its outcome is reported (so that
-    /// ``isPaused`` is false when the pause's completion runs).
-    func pauseDidNotTakeEffect() {
-        transition(from: .paused, to: .executing)
     }
 
     /// Runs `observer` once the operation's outcome is known: after ``processResponse()`` (and
@@ -177,8 +175,10 @@ extension URLConnectionOperation {
                   log: (Logger, Logger.Metadata)? = nil, on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
                   completion: (@Sendable (Data?) -> (any Error)?)? = nil,
                   handoff: CallbackHandoff? = nil) {
-        let (completionQueue, group, pauseCompletions) = state.withLock { state in
-            state.outcomeDecided = true
+        let (completionQueue, group, pauseCompletions) = changingPhase { state in
+            // Ended already when the connection reports; here for the outcomes found before
+            // one existed (a request that could not be prepared, a cancel before start).
+            state.machine.end()
             state.connection = nil
             if let response {
                 state.response = response
@@ -224,7 +224,7 @@ extension URLConnectionOperation {
             // Before the observers: whoever awaits the outcome finds it measured.
             self.reportOutcome(observation, timings: timings, retries: retries, resumes: resumes)
             for observer in observers { observer(self) }
-            self.transition(to: .finished)
+            self.changingPhase { $0.delivered = true }
             if let (logger, metadata) = log {
                 var metadata = metadata
                 if let error = self.error { metadata[RequestLogging.errorKey] = "\(error)" }
@@ -254,33 +254,35 @@ extension URLConnectionOperation {
 
     // MARK: - Transitions
 
-    /// Moves to `next` if the phase machine allows it, and tells Foundation.
-    @discardableResult
-    func transition(from expected: OperationPhase? = nil, to next: OperationPhase) -> Bool {
-        transition(from: expected, to: next, when: { _ in true }) { _ in () } != nil
+    /// Takes the operation out of `ready` (start() or a refusal), once. False when it was
+    /// taken before.
+    private func leaveReady() -> Bool {
+        changingPhase { state in
+            guard !state.started else { return false }
+            state.started = true
+            return true
+        }
     }
 
-    /// Moves from `expected` (any phase when nil) to `next` when ``OperationPhase`` and
-    /// `condition` allow it, runs `update` under the same lock, then tells Foundation.
+    /// Runs `update` in the operation's lock and tells Foundation (and the in-flight meter)
+    /// when the phase derived from the state changed. Every change of the machine, the
+    /// `started` flag or the `delivered` flag goes through here, from whatever thread.
     ///
     /// Foundation reads `isFinished` and `isExecuting` while it reacts to an announcement, so
-    /// announcements are made outside the lock. To keep them in the order of the transitions,
+    /// announcements are made outside the lock. To keep them in the order of the changes,
     /// the thread that finds nobody announcing announces its own keys and then whatever other
-    /// transitions queued meanwhile; a transition that finds somebody announcing queues its
-    /// keys for them. (The common case queues nothing and allocates nothing.)
-    ///
-    /// - Returns: What `update` returned, or nil when the transition was refused.
-    func transition<Result>(from expected: OperationPhase?, to next: OperationPhase,
-                            when condition: (inout State) -> Bool,
-                            update: (inout State) -> Result) -> Result? {
-        let outcome = state.withLock { state -> (result: Result, announceNow: [String]?, inFlight: (Meter, up: Bool)?)? in
-            guard expected == nil || state.phase == expected, state.phase.canTransition(to: next), condition(&state) else {
-                return nil
-            }
-            let keys = state.phase.changedKeys(to: next)
-            let inFlight = inFlightChange(from: state.phase, to: next, &state.observation, settings: state.settings)
-            state.phase = next
+    /// changes queued meanwhile; a change that finds somebody announcing queues its keys for
+    /// them. (The common case queues nothing and allocates nothing.)
+    @discardableResult
+    func changingPhase<Result: Sendable>(_ update: (inout State) -> Result) -> Result {
+        let outcome = state.withLock { state -> (result: Result, announceNow: [String]?, inFlight: (Meter, up: Bool)?) in
+            let before = state.phase
             let result = update(&state)
+            let after = state.phase
+            guard after != before else { return (result, nil, nil) }
+            assert(before.canTransition(to: after), "phase \(before) → \(after)")
+            let keys = before.changedKeys(to: after)
+            let inFlight = inFlightChange(from: before, to: after, &state.observation, settings: state.settings)
             guard !state.announcing else {
                 state.unannounced.append(contentsOf: keys)
                 return (result, nil, inFlight)
@@ -288,7 +290,6 @@ extension URLConnectionOperation {
             state.announcing = true
             return (result, keys, inFlight)
         }
-        guard let outcome else { return nil }
         // The meter is a metrics backend's: called outside the lock.
         // (A meter ignores a negative increment: down is `decrement`.)
         if let (meter, up) = outcome.inFlight {

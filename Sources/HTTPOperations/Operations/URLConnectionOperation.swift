@@ -99,10 +99,21 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     }
 
     /// The mutable state of one operation.
+    ///
+    /// The operation has one lifecycle: its transfer's ``TransferStateMachine`` lives here,
+    /// behind this lock, and the phase Foundation sees (``phase``) is derived from it. Pause,
+    /// resume and cancel are events of the machine, taken in the caller's thread; the network
+    /// thread's events (a head, a chunk, the end of a transfer) take the same lock. The jobs
+    /// an answer asks of the network thread are queued in the lock that took it, so the
+    /// network thread performs them in the order the machine answered.
     struct State {
-        var phase: OperationPhase = .ready
-        /// Set once the outcome (success, failure, cancellation) is fixed; cancel() is then a no-op.
-        var outcomeDecided = false
+        /// Every decision about the transfer, and the only record of whether it is paused or
+        /// its outcome given (``TransferStateMachine/isFinished``; cancel() is then a no-op).
+        var machine = TransferStateMachine(configuration: .init())
+        /// start() took the operation (it left `ready`).
+        var started = false
+        /// The outcome was delivered: processResponse() and the observers have run.
+        var delivered = false
         /// Set by the first effective cancel(); start() checks it under the same lock.
         var cancelRequested = false
         var currentRequest: URLRequest
@@ -114,7 +125,6 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var responseData: Data?
         var error: (any Error)?
         var userInfo: [String: any Sendable] = [:]
-        var downloadMetrics = DownloadMetrics()
         var timings: TransferTimings?
         var resumeData: ResumeData?
         /// The network-side half of the operation, while it is executing or paused.
@@ -123,7 +133,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var outcomeObservers: [@Sendable (URLConnectionOperation) -> Void] = []
         /// Set when the observers are taken to run; later ones run at once.
         var outcomeObserversTaken = false
-        /// `pause(completion:)` completions that came before the connection existed.
+        /// `pause(completion:)` completions that came before the connection existed: the
+        /// connection runs them once it has begun (after the resume data is saved).
         var pendingPauseCompletions: [@Sendable () -> Void] = []
         /// Key-value names whose change Foundation has yet to hear, in order (queued while
         /// another thread announces; see `transition`).
@@ -133,6 +144,14 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// HTTPRequestOperation's own fields, behind the same lock.
         var http = HTTPRequestOperation.HTTPState()
         var observation = Observation()
+
+        /// Where the operation is: derived, never stored. Paused exactly while the machine
+        /// holds a pause; once the machine has its outcome, executing until it is delivered.
+        var phase: OperationPhase {
+            if delivered { return .finished }
+            guard started else { return .ready }
+            return machine.isPaused ? .paused : .executing
+        }
     }
 
     let state: Mutex<State>
@@ -293,7 +312,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     }
 
     /// How the download got its bytes: resumes, restarts, bytes fetched again.
-    public var downloadMetrics: DownloadMetrics { state.withLock { $0.downloadMetrics } }
+    public var downloadMetrics: DownloadMetrics { state.withLock { $0.machine.metrics } }
 
     /// What a new operation needs to continue this download, once it is paused or has failed
     /// with bytes held in ``destinationURL``; nil otherwise (bodies in memory die with it).
