@@ -199,6 +199,31 @@ extension AllTests {
             #expect(try Data(contentsOf: file) == Data(repeating: 7, count: 100))
         }
 
+        /// The emptying at open (a download that does not continue the file's bytes) fails:
+        /// the file still holds the old bytes, so the writer must not say it holds the current
+        /// version at offset 0 (before, it did, and the sidecar saved then named the new
+        /// version beside the old bytes: the next run appended the new version to them).
+        @Test func aFailedFirstEmptyingLeavesTheFileNotTheNewVersion() async throws {
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            try Data(repeating: 7, count: 100).write(to: file)
+            // Read-only: ftruncate(2) fails (EINVAL), as it does for a sealed or special file.
+            let handle = try FileHandle(forReadingFrom: file)
+            let failures = Mutex<[URLError]>([])
+            let writer = BodyWriter(target: .file(handle, file), queue: DispatchQueue(label: "writer"), emptyFirst: true,
+                                    roomAvailable: {}, failed: { error in failures.withLock { $0.append(error) } })
+            let written = Mutex<BodyWriter.Written?>(nil)
+            let done = TestSignal("after writes")
+            writer.afterWrites { state in
+                written.withLock { $0 = state }
+                done.fire()
+            }
+            try await done.wait(timeout: .seconds(5))
+            #expect(written.withLock { $0?.holdsCurrentVersion } == false, "the old bytes are not the new version")
+            #expect(failures.withLock { $0.count } == 1, "the failure is reported once, as an event")
+            #expect(try Data(contentsOf: file) == Data(repeating: 7, count: 100))
+        }
+
         @Test func aWriterThatEmptiedHoldsTheCurrentVersion() async throws {
             let file = temporaryFile()
             defer { removeDownload(file) }

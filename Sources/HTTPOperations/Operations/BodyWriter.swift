@@ -99,10 +99,14 @@ final class BodyWriter: @unchecked Sendable {
         self.roomAvailable = roomAvailable
         self.failed = failed
         shared.withLock { $0.written = emptyFirst ? 0 : alreadyWritten }
+        // Counted like any emptying: when it fails, the file still holds the old bytes, and
+        // `afterWrites` must not call them the current version (resume data would name the
+        // new version beside them).
+        emptiesRequested = emptyFirst ? 1 : 0
         queue.async { [self] in
             switch self.target.value {
             case .stream(let stream): stream.open()
-            case .file where emptyFirst: self.keep(self.empty())
+            case .file where emptyFirst: self.emptyAndCount()
             case .file, .consumer: break
             }
         }
@@ -194,17 +198,7 @@ final class BodyWriter: @unchecked Sendable {
     func discardAndEmpty() {
         fillCount = 0
         emptiesRequested += 1
-        queue.async { [self] in
-            guard self.error == nil else { return }
-            if let failure = self.empty() {
-                self.keep(failure)
-            } else {
-                self.shared.withLock { shared in
-                    shared.emptied += 1
-                    shared.written = 0
-                }
-            }
-        }
+        queue.async { [self] in self.emptyAndCount() }
     }
 
     /// Runs `job` on the queue after every write and emptying handed in before it (call
@@ -281,6 +275,21 @@ final class BodyWriter: @unchecked Sendable {
             break
         }
         return nil
+    }
+
+    /// Empties the file, unless a write or emptying failed before, and counts the emptying
+    /// when it happened (``Written/holdsCurrentVersion`` compares the count with those asked
+    /// for).
+    private func emptyAndCount() {
+        guard error == nil else { return }
+        if let failure = empty() {
+            keep(failure)
+        } else {
+            shared.withLock { shared in
+                shared.emptied += 1
+                shared.written = 0
+            }
+        }
     }
 
     /// Empties the file and writes from its start again; the error, if any.
