@@ -9,6 +9,8 @@ public enum FaultStep: Sendable {
     case send([UInt8])
     /// Writes these bytes one at a time, waiting `interval` before each.
     case drip([UInt8], interval: Duration)
+    /// Says nothing for `duration` (a server that streams events as they happen).
+    case wait(Duration)
     /// Writes `chunk(n)` for n = 0, 1, 2, … every `interval` until the peer goes away: a body
     /// that never ends.
     case sendForever(chunk: @Sendable (Int) -> [UInt8], interval: Duration)
@@ -99,6 +101,8 @@ public final class FaultServer: Sendable {
                     Thread.sleep(forTimeInterval: interval.seconds)
                     guard write([byte], to: connection) else { return }
                 }
+            case .wait(let duration):
+                Thread.sleep(forTimeInterval: duration.seconds)
             case .sendForever(let chunk, let interval):
                 var index = 0
                 while write(chunk(index), to: connection) {

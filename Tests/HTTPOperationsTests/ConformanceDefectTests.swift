@@ -13,6 +13,14 @@ extension AllTests {
         static let server: FaultServer = {
             do {
                 return try FaultServer.start { path in
+                    if path == "/events" {
+                        // Ten six-byte chunks, 300 ms apart (server-sent events, NDJSON).
+                        return [.send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))]
+                            + (0..<10).flatMap { index -> [FaultStep] in
+                                [.send(Array("6\r\nevent\(index)\r\n".utf8)), .wait(.milliseconds(300))]
+                            }
+                            + [.send(Array("0\r\n\r\n".utf8)), .closeWithFIN]
+                    }
                     let reply: String = switch path {
                     case "/not-http":
                         "Http/1.1 500 Internal Server Error\r\nContent-Length: 15\r\nConnection: close\r\n\r\nserver exploded"
@@ -79,6 +87,26 @@ extension AllTests {
             #expect(outcome.urlErrorCode == .badServerResponse, "\(path): \(String(describing: outcome.error))")
             let same = try await run(HTTPRequestOperation(request: URLRequest(url: Self.url("/same-length-twice"))))
             #expect(same.data == Data("body".utf8), "\(String(describing: same.error))")
+        }
+
+        /// A `ResponseBodyStream` yields bytes as they arrive: ten six-byte chunks sent 300 ms
+        /// apart reach the loop as they come, each before the next is sent. Before: nothing
+        /// was yielded until 256 KiB piled up or the body ended (one 60-byte chunk after 3 s).
+        @Test func aStreamYieldsEachChunkAsItArrives() async throws {
+            let manager = HTTPRequestOperationManager()
+            let started = ContinuousClock.now
+            var arrivals: [(bytes: Int, at: Duration)] = []
+            var body = Data()
+            for try await chunk in manager.stream(URLRequest(url: Self.url("/events"))) {
+                arrivals.append((chunk.count, ContinuousClock.now - started))
+                body.append(chunk)
+            }
+            #expect(body == Data((0..<10).map { "event\($0)" }.joined().utf8))
+            // Each chunk is yielded before the next is sent (300 ms later): at least 8 of the 10
+            // arrive on their own even on a loaded machine (two may coalesce in the socket).
+            #expect(arrivals.count >= 8, "chunks yielded: \(arrivals.map(\.bytes))")
+            let (first, last) = (try #require(arrivals.first), try #require(arrivals.last))
+            #expect(first.at < last.at - .seconds(1), "the first chunk came at \(first.at), the last at \(last.at)")
         }
 
         /// A header field with an empty value is sent (`X-Test:`), not dropped: curl reads

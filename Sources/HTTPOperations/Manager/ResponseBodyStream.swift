@@ -1,6 +1,8 @@
 import Foundation
 
-/// A response body as it arrives, in chunks of up to 256 KiB:
+/// A response body as it arrives, in chunks of up to 256 KiB. A loop that waits gets the bytes
+/// as curl delivers them (an event, a line of NDJSON); a loop that lags gets them gathered into
+/// larger chunks:
 ///
 /// ```swift
 /// let body = try manager.stream("export.ndjson")

@@ -14,6 +14,12 @@ import Glibc
 /// queue calls `roomAvailable` once a buffer is written, so memory stays bounded whatever the
 /// body's size and however slow the writes.
 ///
+/// A task iterating over the body (``Target/consumer``) is not made to wait for a full buffer:
+/// when nothing handed over is still waiting for it, the bytes taken so far go at once, so a
+/// small chunk (an event of a stream) reaches it as curl delivers it. When it lags, buffers
+/// fill as for a file, and the first buffer it takes lets the network thread hand over what
+/// waited meanwhile (`roomAvailable`), so no byte sits behind a quiet socket.
+///
 /// Writes happen in order. The first write that fails is kept as ``error``; every later
 /// buffer is dropped unwritten, so no byte lands after a gap. Truncation (a resume answered
 /// with the whole resource) and closing are jobs on the same queue, after the writes handed
@@ -50,6 +56,9 @@ final class BodyWriter: @unchecked Sendable {
         var written: Int64 = 0
         /// Emptyings that happened (see ``discardAndEmpty()``).
         var emptied = 0
+        /// A consumer's bytes wait in the buffer being filled because it had not taken the
+        /// ones before: the network thread is to hear when it has.
+        var partialWaiting = false
     }
 
     /// What the target holds at a point in the queue's order (see ``afterWrites(_:)``).
@@ -79,6 +88,8 @@ final class BodyWriter: @unchecked Sendable {
     private var fillCount = 0
     /// Emptyings asked for, network thread only.
     private var emptiesRequested = 0
+    /// The target is a consumer, which is handed bytes as soon as it is idle.
+    private let handsOverWhenIdle: Bool
 
     /// - Parameters:
     ///   - target: The file or stream; a stream is opened on `queue`.
@@ -98,6 +109,7 @@ final class BodyWriter: @unchecked Sendable {
         self.pool = pool
         self.roomAvailable = roomAvailable
         self.failed = failed
+        if case .consumer = target { handsOverWhenIdle = true } else { handsOverWhenIdle = false }
         shared.withLock { $0.written = emptyFirst ? 0 : alreadyWritten }
         // Counted like any emptying: when it fails, the file still holds the old bytes, and
         // `afterWrites` must not call them the current version (resume data would name the
@@ -156,6 +168,21 @@ final class BodyWriter: @unchecked Sendable {
             offset += count
             if fillCount == buffer.count { handOver() }
         }
+        if handsOverWhenIdle { handOverIfIdle() }
+    }
+
+    /// Hands a consumer the bytes taken so far when it has taken everything before them;
+    /// otherwise notes that they wait, and `roomAvailable` comes once it has. Network thread.
+    func handOverIfIdle() {
+        guard handsOverWhenIdle, fillCount > 0 else { return }
+        let idle = shared.withLock { shared -> Bool in
+            guard shared.ahead == 0 else {
+                shared.partialWaiting = true
+                return false
+            }
+            return true
+        }
+        if idle { handOver() }
     }
 
     /// Hands the bytes taken so far to the queue.
@@ -186,8 +213,11 @@ final class BodyWriter: @unchecked Sendable {
     private func release() {
         let notify = shared.withLock { shared -> Bool in
             shared.ahead -= 1
+            // A consumer that took the last chunk ahead: the bytes that waited can go.
+            let partialCanGo = shared.partialWaiting && shared.ahead == 0
+            if partialCanGo { shared.partialWaiting = false }
             defer { shared.roomWanted = false }
-            return shared.roomWanted
+            return shared.roomWanted || partialCanGo
         }
         if notify { roomAvailable() }
     }

@@ -377,8 +377,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         report(outcome, of: nil)
     }
 
-    /// The writer made room: let the transfer that waited for it go on, if it still runs.
+    /// The writer made room: a consumer gets the bytes that waited for it, and the transfer
+    /// that waited for room goes on, if it still runs.
     private func writerHasRoom() {
+        sink?.handOverIfIdle()
         let attempt = transferAttempt
         guard withMachine({ $0.attempt.number == attempt && $0.writerCaughtUp() }), let transfer else { return }
         NetworkThread.shared.multi.unpause(transfer)

@@ -121,6 +121,11 @@ final class ResponseBodySink {
         writer?.admit(count) ?? .accepted
     }
 
+    /// Hands a consumer the bytes that waited while it was busy, if it is idle now.
+    func handOverIfIdle() {
+        writer?.handOverIfIdle()
+    }
+
     /// Reserves room in memory for a body of `length` bytes, at most `limit`: the server's
     /// word is trusted only as far as the caller's ``URLConnectionOperation/maximumBodySize``
     /// (an announced length beyond it is refused before this). Reserved pages that are never
