@@ -19,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // HTTPRequest and HTTPResponse for the second door (the Swift HTTP client API's types).
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // `swift package generate-documentation`: the DocC catalog, built in CI.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -49,6 +51,8 @@ let package = Package(
                 // Certificates and SubjectPublicKeyInfo for pinning: parsed, never hand-written DER.
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
             ]
         ),
         // An in-process HTTP server with fault injection, for the tests and `httpop demo`.
@@ -92,6 +96,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
     ],

@@ -11,6 +11,9 @@ public enum FaultStep: Sendable {
     case drip([UInt8], interval: Duration)
     /// Says nothing for `duration` (a server that streams events as they happen).
     case wait(Duration)
+    /// Runs `action` on the connection's thread and goes on when it returns: a test's gate
+    /// (a semaphore the client side signals).
+    case run(@Sendable () -> Void)
     /// Writes `chunk(n)` for n = 0, 1, 2, … every `interval` until the peer goes away: a body
     /// that never ends.
     case sendForever(chunk: @Sendable (Int) -> [UInt8], interval: Duration)
@@ -103,6 +106,8 @@ public final class FaultServer: Sendable {
                 }
             case .wait(let duration):
                 Thread.sleep(forTimeInterval: duration.seconds)
+            case .run(let action):
+                action()
             case .sendForever(let chunk, let interval):
                 var index = 0
                 while write(chunk(index), to: connection) {

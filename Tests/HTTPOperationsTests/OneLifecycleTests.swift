@@ -32,10 +32,54 @@ extension AllTests {
             #expect(phase() == .executing)
             op.state.withLock { _ = $0.machine.pause() }
             op.state.withLock { _ = $0.machine.end() }
-            #expect(phase() == .executing, "an outcome ends a pause; executing until it is delivered")
+            #expect(phase() == .paused, "an outcome during a pause leaves it paused until it is delivered")
             op.state.withLock { $0.delivered = true }
             #expect(phase() == .finished)
             #expect(op.isFinished && !op.isExecuting && !op.isPaused)
+
+            let running = URLConnectionOperation(request: URLRequest(url: URL(string: "http://example.test/")!))
+            running.state.withLock { state in
+                state.started = true
+                _ = state.machine.begin(held: 0)
+                _ = state.machine.end()
+            }
+            #expect(running.state.withLock { $0.phase } == .executing, "an outcome while executing: executing until delivered")
+        }
+
+        /// A resume whose job reaches the network thread after an outcome (the total timeout's
+        /// job was queued between the pause and the resume) sends nothing: the operation
+        /// times out and the server sees one request. Found by review: before the fix the
+        /// resume's job started a second transfer (with `Range`) after the caller was told
+        /// "timed out".
+        @Test func aResumeQueuedBehindTheOutcomeSendsNothing() async throws {
+            var options = ResumableOptions()
+            options.chunkSize = 4 << 10
+            options.chunkDelayMilliseconds = 20
+            let op = HTTPRequestOperation(request: URLRequest(url: testServer.url(.resumable(size: 2_000_000, options: options))))
+            op.totalTimeout = .milliseconds(300)
+            let recorder = OutcomeRecorder()
+            recorder.watch(op)
+            let started = TestSignal("first bytes")
+            let once = Mutex(false)
+            op.setDownloadProgressBlock { _, total, _ in
+                guard total > 0, once.withLock({ fired in defer { fired = true }; return !fired }) else { return }
+                started.fire()
+            }
+            OperationQueue().addOperation(op)
+            try await started.wait()
+            // The network thread is held, so the pause's, the deadline's and the resume's jobs
+            // queue in that order.
+            let gate = DispatchSemaphore(value: 0)
+            NetworkThread.shared.perform { gate.wait() }
+            op.pause()
+            try await Task.sleep(for: .milliseconds(400))
+            op.resume()
+            gate.signal()
+            try await recorder.done.wait(timeout: .seconds(10))
+            #expect((recorder.outcome(of: op)?.error as? URLError)?.code == .timedOut,
+                    "\(String(describing: recorder.outcome(of: op)?.error))")
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(testServer.requestCount(forResumableKey: options.key) == 1, "nothing is sent after the outcome")
         }
 
         /// pause() and resume() move the machine before they return; under the old design they

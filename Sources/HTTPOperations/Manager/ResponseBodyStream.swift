@@ -61,6 +61,19 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
         lifetime = Lifetime(operation: operation, channel: channel)
     }
 
+    /// The head of the answer whose body this is, as soon as it arrived (before any of the
+    /// body); nil when the operation ended without one. Cancelling the waiting task cancels
+    /// the operation.
+    func responseHead() async throws -> ResponseHead? {
+        let lifetime = lifetime
+        return try await withTaskCancellationHandler {
+            try await lifetime.channel.responseHead()
+        } onCancel: {
+            lifetime.channel.abandon()
+            lifetime.operation.cancel()
+        }
+    }
+
     /// Makes an iterator; iterate once.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(lifetime: lifetime)

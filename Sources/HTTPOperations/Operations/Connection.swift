@@ -37,6 +37,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// Header fields dropped, besides the credential ones, when a redirect leaves the origin.
     let sensitiveHeaderFields: Set<String>
     let download: DownloadConfiguration
+    /// The task reading the body, told when the head of the answer it reads arrived.
+    private let bodyChannel: ResponseBodyChannel?
 
     /// The request sent last (or about to be sent).
     var request: URLRequest
@@ -97,6 +99,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.inputs = inputs
         self.sensitiveHeaderFields = configuration.sensitiveHeaderFields
         self.download = configuration.download
+        self.bodyChannel = configuration.bodyChannel
         self.request = request
         self.originalRequest = request
         let hasProgress = configuration.uploadProgress != nil || configuration.downloadProgress != nil
@@ -125,6 +128,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             sendsOwnRange: sendsOwnRange,
             expectsBody: method != "HEAD",
             errorAnswerJoinsBody: inMemory,
+            everyStatusIsTheBody: configuration.everyStatusIsAnAnswer,
             expectsHeads: ["http", "https"].contains(request.url?.scheme?.lowercased() ?? ""))
         let download = configuration.download
         operation.state.withLock { state in
@@ -157,11 +161,17 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     }
 
     /// The operation's machine, in the operation's lock: every event and every read of the
-    /// transfer's state goes through here. A change of the operation's phase it causes (a
-    /// timeout or a refused decision ending a paused operation) is announced.
+    /// transfer's state goes through here. None of them changes the operation's phase (an
+    /// outcome during a pause leaves it paused until delivered; see
+    /// ``TransferStateMachine/endedPaused``), so nothing is announced from the network thread:
+    /// Foundation's observers and the metrics backend are callers' code.
     @discardableResult
     func withMachine<Result: Sendable>(_ event: (inout TransferStateMachine) -> Result) -> Result {
-        operation.changingPhase { event(&$0.machine) }
+        operation.state.withLock { state in
+            let before = state.phase
+            defer { assert(state.phase == before, "the network thread changed the phase from \(before)") }
+            return event(&state.machine)
+        }
     }
 
     // MARK: - Commands (network thread)
@@ -240,6 +250,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     ///   - attempt: The machine's attempt number when it answered `send`.
     ///   - prepared: Its transfer, when worked out before (the first request's).
     func start(_ send: TransferStateMachine.Send, attempt: Int, prepared: Result<TransferRequest, any Error>? = nil) {
+        // Still the machine's request? A resume's job may come after an outcome (a timeout
+        // or a write failure queued between the pause and the resume), or after a pause and
+        // resume that made a newer attempt: nothing is sent for it then.
+        guard !reported, withMachine({ $0.phase == .transferring && $0.attempt.number == attempt }) else { return }
         head = nil
         bodyAside = Data()
         if send.reason != .first {
@@ -337,6 +351,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             }
             // The HTTPURLResponse is built later, when someone asks, off this thread.
             operation.setResponseHead(head, url: request.url!)
+            bodyChannel?.headArrived(head)
             return true
         case .holdAside:
             return true
@@ -346,7 +361,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     }
 
     func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> BodyDisposition {
-        guard let sink else { return .abort }
+        guard transfer === self.transfer, let sink else { return .abort }
         let attempt = transferAttempt
         let (action, expectedLength) = withMachine { machine in
             guard machine.attempt.number == attempt else { return (TransferStateMachine.BodyAction.abort, Int64(-1)) }
@@ -612,7 +627,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             RequestLogging.retriesKey: "\(retries)",
             RequestLogging.resumesKey: "\(resumes)",
         ] : nil
-        operation.conclude(response: response, data: data, error: error, complete: complete, timings: timings,
+        operation.conclude(response: response, head: head, data: data, error: error, complete: complete, timings: timings,
                            retries: retries, resumes: resumes, log: outcomeMetadata.map { (logger, $0) }, on: callbackQueue,
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
                            completion: completionCheck(complete: complete),

@@ -25,6 +25,10 @@ final class ResponseBodyChannel: Sendable {
         var waiter: CheckedContinuation<Data?, any Error>?
         /// The consumer went away: chunks are dropped as they come.
         var abandoned = false
+        /// The head of the answer whose body this is, once it arrived.
+        var head: ResponseHead?
+        /// Tasks waiting for the head.
+        var headWaiters: [CheckedContinuation<ResponseHead?, any Error>] = []
     }
 
     private let state = Mutex(State())
@@ -52,13 +56,49 @@ final class ResponseBodyChannel: Sendable {
         }
     }
 
+    /// The head of the answer whose body follows arrived (network thread; the first counts).
+    func headArrived(_ head: ResponseHead) {
+        let waiters = state.withLock { state -> [CheckedContinuation<ResponseHead?, any Error>] in
+            guard state.head == nil, state.end == nil else { return [] }
+            state.head = head
+            defer { state.headWaiters = [] }
+            return state.headWaiters
+        }
+        for waiter in waiters { waiter.resume(returning: head) }
+    }
+
+    /// The head of the answer, once it arrived; nil when the operation ended without one
+    /// (an answer with no head, `file:`); throws the operation's error when it failed first.
+    func responseHead() async throws -> ResponseHead? {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ResponseHead?, any Error>) in
+            let answer = state.withLock { state -> Result<ResponseHead?, any Error>? in
+                if let head = state.head { return .success(head) }
+                switch state.end {
+                case .success?: return .success(nil)
+                case .failure(let error)?: return .failure(error)
+                case nil: break
+                }
+                if state.abandoned { return .failure(CancellationError()) }
+                state.headWaiters.append(continuation)
+                return nil
+            }
+            if let answer { continuation.resume(with: answer) }
+        }
+    }
+
     /// The body is complete (`error` nil) or failed; after the chunks already pushed.
     func finish(_ error: (any Error)?) {
-        let waiter = state.withLock { state -> CheckedContinuation<Data?, any Error>? in
-            guard state.end == nil else { return nil }
+        let (waiter, headWaiters) = state.withLock { state in
+            guard state.end == nil else { return (CheckedContinuation<Data?, any Error>?.none, [CheckedContinuation<ResponseHead?, any Error>]()) }
             state.end = error.map { .failure($0) } ?? .success(())
-            defer { state.waiter = nil }
-            return state.chunks.isEmpty ? state.waiter : nil
+            defer {
+                state.waiter = nil
+                state.headWaiters = []
+            }
+            return (state.chunks.isEmpty ? state.waiter : nil, state.headWaiters)
+        }
+        for headWaiter in headWaiters {
+            if let error { headWaiter.resume(throwing: error) } else { headWaiter.resume(returning: nil) }
         }
         guard let waiter else { return }
         if let error { waiter.resume(throwing: error) } else { waiter.resume(returning: nil) }
@@ -96,15 +136,17 @@ final class ResponseBodyChannel: Sendable {
     /// The consumer stopped (its task was cancelled, or it dropped the stream): a waiting
     /// `next()` throws `CancellationError`, held chunks are released.
     func abandon() {
-        let (waiter, chunks) = state.withLock { state in
+        let (waiter, chunks, headWaiters) = state.withLock { state in
             state.abandoned = true
             defer {
                 state.waiter = nil
                 state.chunks = []
+                state.headWaiters = []
             }
-            return (state.waiter, state.chunks)
+            return (state.waiter, state.chunks, state.headWaiters)
         }
         for chunk in chunks { chunk.onTaken() }
+        for headWaiter in headWaiters { headWaiter.resume(throwing: CancellationError()) }
         waiter?.resume(throwing: CancellationError())
     }
 }

@@ -35,6 +35,10 @@ extension TransferStateMachine {
         /// response serializer reports. Never for a file or a stream, which hold only bytes
         /// of the resource: there it is reported apart.
         var errorAnswerJoinsBody = true
+        /// Whether an error answer's body is delivered as it comes, like a 2xx's (the HTTPTypes
+        /// door, where every status is an answer), rather than held aside. Not for a range
+        /// request's answer: an error answer to a resume is never among the bytes held.
+        var everyStatusIsTheBody = false
         /// Whether every answer must start with an HTTP head (http and https): a body with no
         /// head before it is not HTTP. Schemes without heads (file:) write what comes.
         var expectsHeads = false

@@ -93,6 +93,12 @@ struct TransferStateMachine {
     /// Whether the outcome was given.
     var isFinished: Bool { phase == .finished }
 
+    /// The outcome came while the caller held a pause (a cancel, the total timeout, a write
+    /// failure, a block's refusal). The operation then stays paused until the outcome is
+    /// delivered, so its phase never changes on the network thread: Foundation's observers
+    /// and the metrics backend hear of it on the callback queue, with the outcome.
+    private(set) var endedPaused = false
+
     /// Whether the caller paused the transfer.
     var isPaused: Bool {
         if case .paused = phase { return true }
@@ -168,8 +174,14 @@ struct TransferStateMachine {
     @discardableResult
     mutating func end() -> Bool {
         guard phase != .finished else { return false }
-        phase = .finished
+        finish()
         return true
+    }
+
+    /// The outcome is given: the machine is finished (noting whether it was paused then).
+    private mutating func finish() {
+        if isPaused { endedPaused = true }
+        phase = .finished
     }
 
     // MARK: - Sending
@@ -258,7 +270,7 @@ struct TransferStateMachine {
 
     /// Gives `outcome`: the machine is finished.
     mutating func conclude(_ outcome: Outcome) -> Outcome {
-        phase = .finished
+        finish()
         return outcome
     }
 
@@ -355,7 +367,7 @@ struct TransferStateMachine {
         // An error answer (or a redirect nobody follows) is not the resource: its body is
         // held aside, never among the bytes held, so that neither a file nor a later range
         // can continue after it. In memory it becomes the body once it ended.
-        guard (200...299).contains(head.statusCode) else {
+        guard (200...299).contains(head.statusCode) || configuration.everyStatusIsTheBody else {
             attempt.route = .aside
             attempt.isErrorAnswer = true
             return .holdAside

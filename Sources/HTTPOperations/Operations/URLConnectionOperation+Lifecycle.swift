@@ -157,6 +157,7 @@ extension URLConnectionOperation {
     /// the last progress, processResponse(), then the finished state, then the notification.
     ///
     /// - Parameters:
+    ///   - head: The head `response` was made from, if any.
     ///   - complete: Whether the resource is complete, so its resume data is done with; nil
     ///     means "when there is no error".
     ///   - timings, retries, resumes: What the transfers measured, for the timings, the
@@ -169,7 +170,7 @@ extension URLConnectionOperation {
     ///     was cancelled meanwhile.
     ///   - handoff: On the network thread, the hand-off that batches the outcomes of one pass
     ///     into one wake-up; nil dispatches now.
-    func conclude(response: URLResponse?, data: Data?, error: (any Error)?, complete: Bool? = nil,
+    func conclude(response: URLResponse?, head: ResponseHead? = nil, data: Data?, error: (any Error)?, complete: Bool? = nil,
                   timings: TransferTimings? = nil,
                   retries: Int = 0, resumes: Int = 0,
                   log: (Logger, Logger.Metadata)? = nil, on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
@@ -182,7 +183,9 @@ extension URLConnectionOperation {
             state.connection = nil
             if let response {
                 state.response = response
-                state.responseHead = nil
+                // Kept when it is the one the response was made from (the HTTPTypes door
+                // reads its fields as received); an older head would contradict it.
+                state.responseHead = head.flatMap { head in response.url.map { (head, $0) } }
             }
             state.responseData = data
             state.timings = timings

@@ -1,0 +1,137 @@
+import Foundation
+import HTTPTypes
+import HTTPTypesFoundation
+
+/// The swift-http-types door: an `HTTPRequest` in, an `HTTPResponse` out, as the Swift HTTP
+/// client API proposal shapes it. One engine, two doors: under it is the same
+/// ``HTTPRequestOperation``, enqueued on the same queue, with the manager's security policy,
+/// route, cookies, credential, timeouts, retry policy, metrics, logging and tracing.
+///
+/// What differs from the AFNetworking-style door is what counts as an answer: every status
+/// is one (a 404 is a response, not an error), and the body is the bytes that came, whatever
+/// their content type. Errors are what prevents an answer: a request that cannot be sent, a
+/// transport or TLS failure, a cancellation, a body the server cut short.
+///
+/// See Docs/HTTPTypesDoor.md for the mapping, type by type, and how it becomes the proposal's
+/// `HTTPClient` once the toolchain can build it.
+extension HTTPRequestOperationManager {
+    /// Performs `request` and collects the response body.
+    ///
+    /// ```swift
+    /// let request = HTTPRequest(method: .get, scheme: "https", authority: "example.com", path: "/status")
+    /// let (response, body) = try await manager.perform(request)
+    /// if response.status == .ok { ... }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - request: The request. Without a scheme and authority, its path is resolved against
+    ///     ``baseURL``.
+    ///   - body: The request body, if any.
+    /// - Returns: The final response (after redirects the manager follows) and its body.
+    /// - Throws: ``RequestSerializationError`` when the request names no URL; otherwise the
+    ///   operation's error (`URLError`, ``SecurityError``, ``TransferError``, …).
+    public func perform(_ request: HTTPRequest, body: Data? = nil) async throws -> (response: HTTPResponse, body: Data) {
+        try await collect(httpRequestOperation(for: request, body: body))
+    }
+
+    /// Performs `request` and hands the response to `responseHandler` as soon as its head
+    /// arrived, with its body as it comes (a `for try await` loop gets each chunk as curl
+    /// delivers it, with backpressure: a slow loop pauses the transfer).
+    ///
+    /// ```swift
+    /// let count = try await manager.perform(request) { response, body in
+    ///     var lines = 0
+    ///     for try await chunk in body { lines += chunk.filter { $0 == 0x0A }.count }
+    ///     return lines
+    /// }
+    /// ```
+    ///
+    /// The body need not be read to its end: when the handler returns (or throws) with some of
+    /// it unread, the transfer is cancelled. Cancelling the task cancels it too.
+    ///
+    /// - Returns: What `responseHandler` returned.
+    /// - Throws: The errors of ``perform(_:body:)`` that come before the head, what the
+    ///   handler throws, and, from the body's loop, a failure after the head (a truncated
+    ///   body).
+    public func perform<Result: Sendable>(_ request: HTTPRequest, body: Data? = nil,
+                                          responseHandler: (HTTPResponse, ResponseBodyStream) async throws -> Result)
+        async throws -> Result {
+        let operation = try httpRequestOperation(for: request, body: body)
+        let stream = ResponseBodyStream(operation)
+        enqueue(operation)
+        guard let head = try await stream.responseHead() else {
+            throw URLError(.badServerResponse, url: operation.request.url, description: "The answer had no HTTP head.")
+        }
+        return try await responseHandler(head.httpResponse, stream)
+    }
+
+    /// Runs `operation` and returns its response and body.
+    private func collect(_ operation: HTTPRequestOperation) async throws -> (response: HTTPResponse, body: Data) {
+        _ = try await run(operation)
+        guard let response = operation.httpResponse else {
+            // Every HTTP transfer that succeeded has a head; only a scheme without one lacks it.
+            throw URLError(.badServerResponse, url: operation.request.url, description: "The answer had no HTTP head.")
+        }
+        return (response, operation.responseData ?? Data())
+    }
+
+    /// Performs `request` and decodes the response body as JSON into `type`, whatever the
+    /// status (check `response.status`: an error answer's body is decoded too).
+    ///
+    /// - Throws: ``ResponseSerializationError`` `.decodingFailed` when the body is not a
+    ///   `Value`, besides the errors of ``perform(_:body:)``.
+    public func perform<Value: Decodable & Sendable>(_ request: HTTPRequest, body: Data? = nil, decoding type: Value.Type,
+                                                     using decoder: JSONDecoder = JSONDecoder())
+        async throws -> (response: HTTPResponse, value: Value) {
+        let operation = try httpRequestOperation(for: request, body: body)
+        let (response, data) = try await collect(operation)
+        do {
+            return (response, try decoder.decode(type, from: data))
+        } catch {
+            throw ResponseSerializationError(.decodingFailed(detail: "\(error)"), response: operation.response, data: data)
+        }
+    }
+
+    /// An operation for `request`, configured like ``httpRequestOperation(with:success:failure:)``
+    /// (add dependencies, pause it, subclass the factory) but answering as this door does:
+    /// every status is a response, every content type a body. Read ``HTTPRequestOperation/httpResponse``
+    /// once it finished.
+    ///
+    /// - Throws: ``RequestSerializationError`` `.invalidURL` when `request` names no URL and
+    ///   the manager has no ``baseURL`` to resolve its path against.
+    public func httpRequestOperation(for request: HTTPRequest, body: Data? = nil) throws -> HTTPRequestOperation {
+        var urlRequest = try urlRequest(for: request)
+        urlRequest.httpBody = body
+        let operation = httpRequestOperation(with: urlRequest, success: nil, failure: nil)
+        operation.responseSerializer = Self.everyAnswer
+        operation.state.withLock { $0.settings.everyStatusIsAnAnswer = true }
+        return operation
+    }
+
+    /// A serializer that takes every status and content type: the HTTPTypes door's caller
+    /// reads the status itself.
+    private static let everyAnswer: HTTPResponseSerializer = {
+        let serializer = HTTPResponseSerializer()
+        serializer.acceptableStatusCodes = IndexSet(integersIn: 100..<1000)
+        serializer.acceptableContentTypes = nil
+        return serializer
+    }()
+
+    /// `request` as Foundation's request: its URL (or its path against ``baseURL``), method
+    /// and header fields (repeated fields joined with `, `, cookies with `; `).
+    private func urlRequest(for request: HTTPRequest) throws -> URLRequest {
+        if let converted = URLRequest(httpRequest: request) { return converted }
+        guard request.scheme == nil, request.authority == nil, let path = request.path,
+              let baseURL, let url = URL(string: path, relativeTo: baseURL)?.absoluteURL else {
+            throw RequestSerializationError(.invalidURL(request.path ?? ""))
+        }
+        var absolute = request
+        absolute.scheme = url.scheme
+        absolute.authority = url.port.map { "\(url.host ?? ""):\($0)" } ?? url.host
+        absolute.path = url.path.isEmpty ? "/" : url.path + (url.query.map { "?\($0)" } ?? "")
+        guard let converted = URLRequest(httpRequest: absolute) else {
+            throw RequestSerializationError(.invalidURL(path))
+        }
+        return converted
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import HTTPOperations
+import HTTPTestServer
+import HTTPTypes
+import Synchronization
+import Testing
+
+extension AllTests {
+    /// The swift-http-types door (issue 26): `HTTPRequest` in, `HTTPResponse` out, on the same
+    /// operations and queue as the AFNetworking-style door.
+    @Suite struct HTTPTypesDoor {
+        /// Raw replies for what the in-process server does not say: repeated fields.
+        static let server: FaultServer = {
+            do {
+                return try FaultServer.start { _ in
+                    let reply = "HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT\r\n"
+                        + "Set-Cookie: b=2\r\nX-Order: first\r\nx-order: second\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                    return [.send(Array(reply.utf8)), .closeWithFIN]
+                }
+            } catch {
+                fatalError("the fault server did not start: \(error)")
+            }
+        }()
+
+        /// `HTTPRequest` for `url`.
+        private func request(_ url: URL, _ method: HTTPRequest.Method = .get) -> HTTPRequest {
+            HTTPRequest(method: method, url: url)
+        }
+
+        @Test func aGetAnswersWithTheStatusTheFieldsAndTheBody() async throws {
+            let manager = HTTPRequestOperationManager()
+            let (response, body) = try await manager.perform(request(testServer.url(.bytes(1_000))))
+            #expect(response.status == .ok)
+            #expect(response.headerFields[.contentLength] == "1000")
+            #expect(body.count == 1_000)
+        }
+
+        /// Every status is an answer: a 404 and a 500 are responses with their bodies, not errors.
+        @Test(arguments: [404, 500])
+        func everyStatusIsAnAnswer(status: Int) async throws {
+            let manager = HTTPRequestOperationManager()
+            let (response, _) = try await manager.perform(request(testServer.url(.status(status))))
+            #expect(response.status.code == status)
+        }
+
+        /// The method, repeated request fields and the body go out; the echo says what came.
+        @Test func theMethodFieldsAndBodyGoOut() async throws {
+            let manager = HTTPRequestOperationManager()
+            var outgoing = request(testServer.url(.echo), .put)
+            outgoing.headerFields[.contentType] = "text/plain"
+            outgoing.headerFields.append(HTTPField(name: HTTPField.Name("X-Multi")!, value: "one"))
+            outgoing.headerFields.append(HTTPField(name: HTTPField.Name("X-Multi")!, value: "two"))
+            struct Echo: Decodable, Sendable {
+                let method: String
+                let headers: [String: String]
+                let body: String?
+            }
+            let (response, echo) = try await manager.perform(outgoing, body: Data("hello".utf8), decoding: Echo.self)
+            #expect(response.status == .ok)
+            #expect(echo.method == "PUT")
+            #expect(echo.body == "hello")
+            #expect(echo.headers["x-multi"] == "one, two", "\(echo.headers)")
+        }
+
+        /// Repeated response fields stay apart and in order (two `Set-Cookie`, one with a
+        /// comma in its date), where `HTTPURLResponse` joins them.
+        @Test func repeatedResponseFieldsStayApart() async throws {
+            let manager = HTTPRequestOperationManager()
+            let (response, body) = try await manager.perform(request(Self.server.baseURL.appendingPathComponent("fields")))
+            #expect(body == Data("ok".utf8))
+            #expect(response.headerFields[values: .setCookie] == ["a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT", "b=2"])
+            #expect(response.headerFields[values: HTTPField.Name("X-Order")!] == ["first", "second"])
+        }
+
+        @Test func aBodyThatIsNotTheTypeIsADecodingError() async throws {
+            let manager = HTTPRequestOperationManager()
+            struct Shape: Decodable, Sendable { let width: Int }
+            await #expect(throws: ResponseSerializationError.self) {
+                _ = try await manager.perform(request(testServer.url(.bytes(10))), decoding: Shape.self)
+            }
+        }
+
+        /// A path alone is resolved against the manager's base URL; with no base URL it is a
+        /// typed error, and nothing is sent.
+        @Test func aPathIsResolvedAgainstTheBaseURL() async throws {
+            let relative = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/bytes/5")
+            let manager = HTTPRequestOperationManager(baseURL: testServer.url(.echo).deletingLastPathComponent())
+            let (response, body) = try await manager.perform(relative)
+            #expect(response.status == .ok)
+            #expect(body.count == 5)
+            #expect(throws: RequestSerializationError.self) {
+                _ = try HTTPRequestOperationManager().httpRequestOperation(for: relative)
+            }
+        }
+
+        /// The door's operations are the engine's: they take dependencies and run on the
+        /// manager's queue; the second starts only after the first finished.
+        @Test func itsOperationsChainLikeAnyOther() async throws {
+            let manager = HTTPRequestOperationManager()
+            let first = try manager.httpRequestOperation(for: request(testServer.url(.delay(milliseconds: 100))))
+            let second = try manager.httpRequestOperation(for: request(testServer.url(.bytes(10))))
+            second.addDependency(first)
+            let firstFinishedBeforeSecondStarted = Mutex<Bool?>(nil)
+            second.setDownloadProgressBlock { _, _, _ in
+                firstFinishedBeforeSecondStarted.withLock { $0 = $0 ?? first.isFinished }
+            }
+            let recorder = OutcomeRecorder()
+            recorder.watch(first)
+            recorder.watch(second)
+            manager.enqueue(second)
+            manager.enqueue(first)
+            try await recorder.done.wait(times: 2)
+            #expect(first.httpResponse?.status == .ok)
+            #expect(second.httpResponse?.status == .ok)
+            #expect(firstFinishedBeforeSecondStarted.withLock { $0 } == true)
+        }
+    }
+}
+
+extension AllTests.HTTPTypesDoor {
+    /// The handler is called when the head arrives, before any of the body: the server here
+    /// sends its head and then waits for the handler to have run before it sends the body (a
+    /// handler called only with the first chunk would never be).
+    @Test func theHandlerGetsTheHeadBeforeTheBody() async throws {
+        let handlerRan = DispatchSemaphore(value: 0)
+        let server = try FaultServer.start { _ -> [FaultStep] in
+            [.send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Stage: head\r\n\r\n".utf8)),
+             .run { _ = handlerRan.wait(timeout: .now() + 10) },
+             .send(Array("4\r\nbody\r\n0\r\n\r\n".utf8)), .closeWithFIN]
+        }
+        let manager = HTTPRequestOperationManager()
+        let body = try await manager.perform(HTTPRequest(method: .get, url: server.baseURL)) { response, body in
+            #expect(response.headerFields[HTTPField.Name("X-Stage")!] == "head")
+            handlerRan.signal()
+            var collected = Data()
+            for try await chunk in body { collected.append(chunk) }
+            return collected
+        }
+        #expect(body == Data("body".utf8))
+    }
+
+    /// An error answer's body is the body here, streamed like any other.
+    @Test func aNotFoundBodyIsStreamed() async throws {
+        let manager = HTTPRequestOperationManager()
+        let (status, count) = try await manager.perform(HTTPRequest(method: .get, url: testServer.url(.jsonStatus(404)))) { response, body in
+            var count = 0
+            for try await chunk in body { count += chunk.count }
+            return (response.status.code, count)
+        }
+        #expect(status == 404)
+        #expect(count == #"{"status":404,"message":"error 404 explained"}"#.utf8.count)
+    }
+
+    /// A handler that returns before the end of the body cancels the rest: the operation
+    /// ends (cancelled) and the server stops being read.
+    @Test func aHandlerThatStopsReadingCancelsTheRest() async throws {
+        let server = try FaultServer.start { _ -> [FaultStep] in
+            [.send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)),
+             .sendForever(chunk: { index in Array("6\r\nchunk\(index % 10)\r\n".utf8) }, interval: .milliseconds(5))]
+        }
+        let manager = HTTPRequestOperationManager()
+        let operation = try await manager.perform(HTTPRequest(method: .get, url: server.baseURL)) { _, body in
+            var iterator = body.makeAsyncIterator()
+            _ = try await iterator.next()
+            return body.operation
+        }
+        // Finished already, or about to: waited for off the cooperative pool.
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                operation.waitUntilFinished()
+                finished.resume()
+            }
+        }
+        #expect((operation.error as? URLError)?.code == .cancelled, "\(String(describing: operation.error))")
+    }
+}
