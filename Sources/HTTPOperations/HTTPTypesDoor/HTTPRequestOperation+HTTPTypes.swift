@@ -15,6 +15,19 @@ extension HTTPRequestOperation {
     }
 }
 
+extension HTTPRequestOperation {
+    /// ``URLConnectionOperation/responseTrailerFields`` as swift-http-types' `HTTPFields`: the
+    /// trailer fields after the final response's body; empty when there were none.
+    public var responseTrailers: HTTPFields {
+        var fields = HTTPFields()
+        for (name, value) in responseTrailerFields {
+            guard let name = HTTPField.Name(name) else { continue }
+            fields.append(HTTPField(name: name, lenientValue: value.utf8))
+        }
+        return fields
+    }
+}
+
 extension ResponseHead {
     /// This head as an `HTTPResponse`. A field whose name is not a token (curl passes such
     /// lines on) is left out; values are taken leniently, as received.

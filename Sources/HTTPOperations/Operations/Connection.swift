@@ -26,14 +26,15 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// keep in order ahead of the outcome, a serial queue targeting it.
     let callbackQueue: DispatchQueue
     let completionGroup: DispatchGroup?
-    private let redirectBlock: RedirectResponseBlock?
-    private let challengeBlock: AuthenticationChallengeBlock?
+    let redirectBlock: RedirectResponseBlock?
+    let challengeBlock: AuthenticationChallengeBlock?
+    let informationalBlock: InformationalResponseBlock?
     private let totalTimeout: Duration?
     let uploadProgress: ProgressReporter?
     let downloadProgress: ProgressReporter?
     /// Credentials, security policies, schemes, route and cookies: what every transfer is
     /// built from besides its request.
-    private var inputs: TransferInputs
+    var inputs: TransferInputs
     /// Header fields dropped, besides the credential ones, when a redirect leaves the origin.
     let sensitiveHeaderFields: Set<String>
     let download: DownloadConfiguration
@@ -53,6 +54,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     private var transferAttempt = 0
     /// The last final head of the current transfer.
     var head: ResponseHead?
+    /// The trailer fields after the current transfer's body, if it had any.
+    var trailers: ResponseHead?
     /// The body of the response the machine holds aside (see ``TransferStateMachine/BodyRoute``).
     private var bodyAside = Data()
     /// Where the body goes; nil when it could not be opened (`sinkFailure`).
@@ -88,6 +91,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.completionGroup = configuration.completionGroup
         self.redirectBlock = configuration.redirectBlock
         self.challengeBlock = configuration.challengeBlock
+        self.informationalBlock = configuration.informationalBlock
         self.totalTimeout = configuration.totalTimeout
         let inputs = TransferInputs(credential: configuration.credential,
                                     credentialOrigin: configuration.credential == nil ? nil
@@ -255,6 +259,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         // resume that made a newer attempt: nothing is sent for it then.
         guard !reported, withMachine({ $0.phase == .transferring && $0.attempt.number == attempt }) else { return }
         head = nil
+        trailers = nil
         bodyAside = Data()
         if send.reason != .first {
             let next = request
@@ -448,60 +453,6 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         }
     }
 
-    // MARK: - Redirects and challenges
-
-    private func redirect(to location: String?) {
-        let response = head!.httpURLResponse(for: request.url!)
-        guard let location, let target = URL(string: location),
-              ["http", "https"].contains(target.scheme?.lowercased() ?? "") else {
-            return fail(URLError(.unsupportedURL, url: request.url,
-                                 description: "Refusing to follow a redirect to \(location ?? "nowhere")."), response: response)
-        }
-        let proposed: URLRequest
-        do {
-            proposed = try RedirectPolicy.request(following: response.statusCode, from: request, to: target,
-                                                  sensitiveFields: sensitiveHeaderFields)
-        } catch {
-            return fail(error, response: response)
-        }
-        log("redirect", [RequestLogging.statusKey: "\(response.statusCode)", "httpop.location": "\(RequestLogging.redacted(target))"])
-        guard let redirectBlock else {
-            request = proposed
-            return decided(proceed: true)
-        }
-        let operation = self.operation
-        callbackQueue.async(group: completionGroup) {
-            let decision = redirectBlock(operation, proposed, response)
-            NetworkThread.shared.perform {
-                guard !self.withMachine({ $0.isFinished }) else { return }
-                if let decision { self.request = decision }
-                self.decided(proceed: decision != nil)
-            }
-        }
-    }
-
-    private func challenge(previousFailureCount: Int) {
-        let response = head!.httpURLResponse(for: request.url!)
-        let challenge = AuthenticationChallenge(response: response, previousFailureCount: previousFailureCount)
-        let (operation, block) = (self.operation, challengeBlock!)
-        callbackQueue.async(group: completionGroup) {
-            let answer = block(operation, challenge)
-            NetworkThread.shared.perform {
-                guard !self.withMachine({ $0.isFinished }) else { return }
-                if let answer, challenge.isProxyChallenge {
-                    // A 407 came from the proxy: its answer goes to the proxy, never to the
-                    // origin (it used to be sent as the origin's credential).
-                    self.inputs.proxyCredential = answer
-                } else if let answer {
-                    // The answer is for the origin that asked.
-                    self.inputs.credential = answer
-                    self.inputs.credentialOrigin = self.request.url
-                }
-                self.decided(proceed: answer != nil)
-            }
-        }
-    }
-
     /// Logs `message` at debug with `metadata` — on the callback queue, never here: a log
     /// handler is the caller's code. Nothing is built when the logger is silent.
     func log(_ message: String, _ metadata: @autoclosure () -> Logger.Metadata) {
@@ -520,36 +471,12 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         }
     }
 
-    /// Asks the server-trust block on the callback queue; a yes is kept, so the request sent
-    /// again goes through.
-    private func askServerTrust(_ trust: ServerTrust) {
-        let (operation, evaluation) = (self.operation, inputs.serverTrustEvaluation!)
-        callbackQueue.async(group: completionGroup) {
-            let trusted = evaluation.block(operation, trust)
-            if trusted { evaluation.approve(trust) }
-            NetworkThread.shared.perform {
-                guard !self.withMachine({ $0.isFinished }) else { return }
-                self.decided(proceed: trusted)
-            }
-        }
-    }
-
-    /// Performs what the machine makes of a redirect, challenge or server-trust decision.
-    private func decided(proceed: Bool) {
-        let (action, attempt) = withMachine { ($0.decided(proceed: proceed), $0.attempt.number) }
-        switch action {
-        case .ignored: break
-        case .send(let send): start(send, attempt: attempt)
-        case .report(let outcome): report(outcome, of: nil)
-        }
-    }
-
     // MARK: - The end
 
     /// Hands `outcome` to the operation: the response, and the body where it belongs.
     ///
     /// - Parameter transfer: The transfer that ended, for schemes without heads (file:).
-    private func report(_ outcome: TransferStateMachine.Outcome, of transfer: CurlTransfer?) {
+    func report(_ outcome: TransferStateMachine.Outcome, of transfer: CurlTransfer?) {
         switch outcome {
         case .success:
             guard head == nil, let url = request.url else { return finish(response: nil, error: nil) }
@@ -627,7 +554,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             RequestLogging.retriesKey: "\(retries)",
             RequestLogging.resumesKey: "\(resumes)",
         ] : nil
-        operation.conclude(response: response, head: head, data: data, error: error, complete: complete, timings: timings,
+        operation.conclude(response: response, head: head, trailers: error == nil ? trailers : nil, data: data, error: error, complete: complete, timings: timings,
                            retries: retries, resumes: resumes, log: outcomeMetadata.map { (logger, $0) }, on: callbackQueue,
                            progress: [uploadProgress, downloadProgress].compactMap { $0 },
                            completion: completionCheck(complete: complete),

@@ -158,6 +158,7 @@ extension URLConnectionOperation {
     ///
     /// - Parameters:
     ///   - head: The head `response` was made from, if any.
+    ///   - trailers: The trailer fields that followed the final response's body.
     ///   - complete: Whether the resource is complete, so its resume data is done with; nil
     ///     means "when there is no error".
     ///   - timings, retries, resumes: What the transfers measured, for the timings, the
@@ -170,7 +171,8 @@ extension URLConnectionOperation {
     ///     was cancelled meanwhile.
     ///   - handoff: On the network thread, the hand-off that batches the outcomes of one pass
     ///     into one wake-up; nil dispatches now.
-    func conclude(response: URLResponse?, head: ResponseHead? = nil, data: Data?, error: (any Error)?, complete: Bool? = nil,
+    func conclude(response: URLResponse?, head: ResponseHead? = nil, trailers: ResponseHead? = nil, data: Data?,
+                  error: (any Error)?, complete: Bool? = nil,
                   timings: TransferTimings? = nil,
                   retries: Int = 0, resumes: Int = 0,
                   log: (Logger, Logger.Metadata)? = nil, on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
@@ -188,6 +190,7 @@ extension URLConnectionOperation {
                 state.responseHead = head.flatMap { head in response.url.map { (head, $0) } }
             }
             state.responseData = data
+            state.responseTrailers = trailers
             state.timings = timings
             // Complete: there is nothing left to resume (in this lock, not one more).
             if complete ?? (error == nil) { state.resumeData = nil }
@@ -199,6 +202,7 @@ extension URLConnectionOperation {
             state.settings.uploadProgress = nil
             state.settings.downloadProgress = nil
             state.settings.redirectBlock = nil
+            state.settings.informationalBlock = nil
             state.settings.challengeBlock = nil
             state.settings.serverTrustEvaluation = nil
             defer { state.pendingPauseCompletions.removeAll() }

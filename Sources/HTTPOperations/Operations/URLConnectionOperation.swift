@@ -72,6 +72,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var uploadProgress: TransferProgressBlock?
         var downloadProgress: TransferProgressBlock?
         var redirectBlock: RedirectResponseBlock?
+        var informationalBlock: InformationalResponseBlock?
         var challengeBlock: AuthenticationChallengeBlock?
         var serverTrustEvaluation: ServerTrustEvaluation?
         var securityPolicies = HostSecurityPolicies()
@@ -138,6 +139,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// first use, off the network thread (`HTTPURLResponse.init` is costly).
         var response: URLResponse?
         var responseHead: (head: ResponseHead, url: URL)?
+        /// The trailer fields after the final response's body, if it had any.
+        var responseTrailers: ResponseHead?
         var responseData: Data?
         var error: (any Error)?
         var userInfo: [String: any Sendable] = [:]

@@ -7,9 +7,15 @@ import FoundationNetworking
 /// Hears one transfer's events. Every call comes on the network thread, from inside curl's
 /// callbacks, so implementations must return quickly and must not block.
 protocol CurlTransferDelegate: AnyObject {
-    /// A final response head arrived (interim 1xx heads are not reported). Return `false` to
-    /// abort the transfer before any of its body is delivered.
+    /// A final response head arrived (interim 1xx heads come to
+    /// ``transfer(_:didReceiveInformational:)``). Return `false` to abort the transfer before
+    /// any of its body is delivered.
     func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead) -> Bool
+    /// An interim 1xx head arrived (100 Continue, 103 Early Hints): never the answer.
+    func transfer(_ transfer: CurlTransfer, didReceiveInformational head: ResponseHead)
+    /// The trailer fields after the body (a chunked body's trailer section, HTTP/2's trailing
+    /// HEADERS), just before the transfer completes.
+    func transfer(_ transfer: CurlTransfer, didReceiveTrailers trailers: ResponseHead)
     /// Body bytes arrived, already decoded from any content encoding. Return `.abort` to end
     /// the transfer (it completes with `CURLE_WRITE_ERROR`), or `.later` to leave them with
     /// curl, which pauses the transfer until ``CurlMulti/unpause(_:)`` and then
@@ -131,6 +137,10 @@ final class CurlTransfer {
         timings = readTimings()
         self.delegate = nil
         let error = code == CURLE_OK ? nil : CurlError(code, detail: message ?? String(cString: errorBuffer))
+        // Only a body that ended well has trustworthy trailers.
+        if error == nil, let trailers = headParser.takeTrailers() {
+            delegate.transfer(self, didReceiveTrailers: trailers)
+        }
         delegate.transfer(self, didCompleteWith: error)
     }
 
@@ -333,11 +343,13 @@ final class CurlTransfer {
     // MARK: - Callbacks from curl
 
     private func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
-        if let head = headParser.consume(line: line), !head.isInterim, let delegate {
-            // Any other count than the line's aborts the transfer (CURLE_WRITE_ERROR).
-            return delegate.transfer(self, didReceive: head) ? line.count : 0
+        guard let head = headParser.consume(line: line), let delegate else { return line.count }
+        if head.isInterim {
+            delegate.transfer(self, didReceiveInformational: head)
+            return line.count
         }
-        return line.count
+        // Any other count than the line's aborts the transfer (CURLE_WRITE_ERROR).
+        return delegate.transfer(self, didReceive: head) ? line.count : 0
     }
 
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {

@@ -189,10 +189,20 @@ struct ResponseHead: Sendable, Equatable {
 ///
 /// One transfer can see several heads: interim 1xx responses, and the 401 that curl answers
 /// itself when it negotiates Digest authentication. Each blank line completes one.
+///
+/// Field lines after a final head's blank line, before any new status line, are its
+/// trailers (curl passes a chunked body's trailer section, and HTTP/2's trailing HEADERS,
+/// through the same callback); ``takeTrailers()`` hands them over.
 struct ResponseHeadParser {
     /// The head being read, from a status line with a valid code on; nil before one, or
     /// after a status line whose code did not parse (its fields are then skipped).
     private var head: ResponseHead?
+    /// A final head completed: field lines from now on are its trailers.
+    private var afterFinalHead = false
+    /// The trailer fields read so far (a head with the final status, holding only them).
+    private var trailers: ResponseHead?
+    /// The final head's status, for the trailers' holder.
+    private var finalStatus = 0
 
     /// Feeds one line, including its CRLF. Returns the head when the line completes one.
     ///
@@ -200,22 +210,41 @@ struct ResponseHeadParser {
     mutating func consume(line bytes: UnsafeRawBufferPointer) -> ResponseHead? {
         let line = trimmed(bytes, from: 0, to: bytes.count)
         if line.isEmpty {
-            defer { self = ResponseHeadParser() }
-            return head
+            guard let completed = head else { return nil }
+            head = nil
+            afterFinalHead = !completed.isInterim
+            finalStatus = completed.statusCode
+            return completed
         }
         if line.starts(with: "HTTP/".utf8) {
             // A new status line starts a new head, whatever came before.
             let (version, code) = Self.statusLine(line)
             head = code.map { ResponseHead(statusCode: $0, httpVersion: String(decoding: version, as: UTF8.self)) }
-        } else if head != nil, let colon = line.firstIndex(of: UInt8(ascii: ":")) {
-            let name = trimmed(bytes, from: line.startIndex, to: colon)
-            let value = trimmed(bytes, from: colon + 1, to: line.endIndex)
-            head!.append(name: UnsafeRawBufferPointer(rebasing: name), value: UnsafeRawBufferPointer(rebasing: value))
+            (afterFinalHead, trailers) = (false, nil)
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")), head != nil || afterFinalHead {
+            let name = UnsafeRawBufferPointer(rebasing: trimmed(bytes, from: line.startIndex, to: colon))
+            let value = UnsafeRawBufferPointer(rebasing: trimmed(bytes, from: colon + 1, to: line.endIndex))
+            if head != nil {
+                head!.append(name: name, value: value)
+            } else {
+                if trailers == nil { trailers = ResponseHead(statusCode: finalStatus, httpVersion: "") }
+                trailers!.append(name: name, value: value)
+            }
         } else if bytes.first == UInt8(ascii: " ") || bytes.first == UInt8(ascii: "\t") {
             // Obsolete line folding (RFC 9112 §5.2): a continuation of the previous value.
-            head?.continueLastValue(with: UnsafeRawBufferPointer(rebasing: line))
+            if head != nil {
+                head!.continueLastValue(with: UnsafeRawBufferPointer(rebasing: line))
+            } else {
+                trailers?.continueLastValue(with: UnsafeRawBufferPointer(rebasing: line))
+            }
         }
         return nil
+    }
+
+    /// The trailer fields read after the last final head, if any: each is handed over once.
+    mutating func takeTrailers() -> ResponseHead? {
+        defer { trailers = nil }
+        return trailers
     }
 
     /// The protocol and the status code of a status line (nil when it is not a number).

@@ -187,6 +187,8 @@ struct Nginx: Sendable {
                 root \(prefix)/www;
                 location = /connection { return 200 "$connection"; }
                 location = /protocol { return 200 "$server_protocol"; }
+                # Trailers go out over HTTP/2 (and over HTTP/1.1 only with a chunked body).
+                location = /trailers { add_trailer X-Checksum "sha-abc"; add_trailer X-Count 4; return 200 "body"; }
                 location = /cookies/set { add_header Set-Cookie "session=s3cret; Path=/; HttpOnly"; return 200 "set"; }
                 location = /cookies/show { return 200 "$http_cookie"; }
                 location = /to-plain-http { return 307 http://127.0.0.1:\(port)/hello.txt; }

@@ -1,0 +1,24 @@
+import Foundation
+
+/// Hears an informational (1xx) response that came before the answer: 100 Continue, 103
+/// Early Hints. It is never the answer, and nothing can be done to the transfer from it.
+public typealias InformationalResponseBlock = @Sendable (_ operation: URLConnectionOperation, _ response: HTTPURLResponse) -> Void
+
+/// What comes around the answer: informational responses before it, trailer fields after its
+/// body.
+extension URLConnectionOperation {
+    /// Sets the block told of each informational (1xx) response that arrives before the
+    /// answer (100 Continue, 103 Early Hints), in order. Runs on ``completionQueue``, before
+    /// the outcome.
+    public func setInformationalResponseBlock(_ block: InformationalResponseBlock?) {
+        state.withLock { $0.settings.informationalBlock = block }
+    }
+
+    /// The trailer fields that followed the final response's body (a chunked body's trailer
+    /// section, HTTP/2's trailing HEADERS), as received; empty when there were none. Known
+    /// once the operation finished (for a ``ResponseBodyStream``: once its loop ended).
+    /// Fields of an answer that failed are not kept.
+    public var responseTrailerFields: [(name: String, value: String)] {
+        state.withLock { $0.responseTrailers?.fields ?? [] }
+    }
+}
