@@ -9,7 +9,8 @@ import HTTPTypesFoundation
 ///
 /// What differs from the AFNetworking-style door is what counts as an answer: every status
 /// is one (a 404 is a response, not an error), and the body is the bytes that came, whatever
-/// their content type. Errors are what prevents an answer: a request that cannot be sent, a
+/// their content type. And the request is sent as given: the manager's request serializer
+/// (its default header fields, its `timeoutInterval`) is not applied; its `totalTimeout` is. Errors are what prevents an answer: a request that cannot be sent, a
 /// transport or TLS failure, a cancellation, a body the server cut short.
 ///
 /// See Docs/HTTPTypesDoor.md for the mapping, type by type, and how it becomes the proposal's
@@ -121,14 +122,16 @@ extension HTTPRequestOperationManager {
     /// and header fields (repeated fields joined with `, `, cookies with `; `).
     private func urlRequest(for request: HTTPRequest) throws -> URLRequest {
         if let converted = URLRequest(httpRequest: request) { return converted }
-        guard request.scheme == nil, request.authority == nil, let path = request.path,
+        // A path alone, resolved against the base URL as the manager's verbs resolve theirs.
+        // Not `//host/...`: that would name another origin.
+        guard request.scheme == nil, request.authority == nil, let path = request.path, !path.hasPrefix("//"),
               let baseURL, let url = URL(string: path, relativeTo: baseURL)?.absoluteURL else {
             throw RequestSerializationError(.invalidURL(request.path ?? ""))
         }
         var absolute = request
-        absolute.scheme = url.scheme
-        absolute.authority = url.port.map { "\(url.host ?? ""):\($0)" } ?? url.host
-        absolute.path = url.path.isEmpty ? "/" : url.path + (url.query.map { "?\($0)" } ?? "")
+        // HTTPTypes' own setter: the path keeps its percent-encoding, the authority its port
+        // and IPv6 brackets, the query its place.
+        absolute.url = url
         guard let converted = URLRequest(httpRequest: absolute) else {
             throw RequestSerializationError(.invalidURL(path))
         }

@@ -40,6 +40,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     let download: DownloadConfiguration
     /// The task reading the body, told when the head of the answer it reads arrived.
     private let bodyChannel: ResponseBodyChannel?
+    /// Every status is an answer (the HTTPTypes door).
+    private let everyStatusIsAnAnswer: Bool
+    /// A head was delivered to the sink (the body began).
+    private var headDelivered = false
 
     /// The request sent last (or about to be sent).
     var request: URLRequest
@@ -104,6 +108,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.sensitiveHeaderFields = configuration.sensitiveHeaderFields
         self.download = configuration.download
         self.bodyChannel = configuration.bodyChannel
+        self.everyStatusIsAnAnswer = configuration.everyStatusIsAnAnswer
         self.request = request
         self.originalRequest = request
         let hasProgress = configuration.uploadProgress != nil || configuration.downloadProgress != nil
@@ -131,8 +136,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             canRestart: configuration.download.destination != nil || outputStream == nil,
             sendsOwnRange: sendsOwnRange,
             expectsBody: method != "HEAD",
-            errorAnswerJoinsBody: inMemory,
-            everyStatusIsTheBody: configuration.everyStatusIsAnAnswer,
+            // Where every status is an answer (the HTTPTypes door), an error answer is the body
+            // of memory or a stream; a file holds only bytes of the resource, always.
+            errorAnswerJoinsBody: inMemory || (configuration.everyStatusIsAnAnswer && configuration.download.destination == nil),
+            everyStatusIsTheBody: configuration.everyStatusIsAnAnswer && configuration.download.destination == nil,
             expectsHeads: ["http", "https"].contains(request.url?.scheme?.lowercased() ?? ""))
         let download = configuration.download
         operation.state.withLock { state in
@@ -354,8 +361,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                 // Saved now, so that a process killed mid-body can still resume with the validator.
                 publishResumeData(saving: true)
             }
-            // The HTTPURLResponse is built later, when someone asks, off this thread.
-            operation.setResponseHead(head, url: request.url!)
+            // The HTTPURLResponse is built later, when someone asks, off this thread. Where
+            // every status is an answer, the response is the head that began the body, not
+            // the 206 of a continuation after a drop.
+            if rangeFrom == nil || !everyStatusIsAnAnswer || !headDelivered {
+                operation.setResponseHead(head, url: request.url!)
+            }
+            headDelivered = true
             bodyChannel?.headArrived(head)
             return true
         case .holdAside:
@@ -490,6 +502,11 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             if intoSink {
                 // In memory, with nothing else held: an error answer, a refused redirect or
                 // challenge. Its body is the body (the serializer judges it).
+                if let head {
+                    // A stream's reader waits for the head of the answer it reads.
+                    operation.setResponseHead(head, url: request.url!)
+                    bodyChannel?.headArrived(head)
+                }
                 bodyAside.withUnsafeBytes { sink?.write($0) }
                 withMachine { $0.heldAsideMovedIntoSink() }
                 finish(response: response, error: nil)

@@ -57,6 +57,8 @@ struct TransferStateMachine {
     private(set) var serverTrustQuestions = 0
     /// What the current (or last) transfer asked for and got.
     private(set) var attempt = Attempt()
+    /// The status of the whole answer whose bytes are held (a range continues only a 2xx's).
+    private(set) var heldAnswerStatus: Int?
 
     /// - Parameters:
     ///   - validator: The validator of the bytes already held (from resume data).
@@ -190,7 +192,10 @@ struct TransferStateMachine {
     /// (unless the caller's request names its own range).
     private mutating func send(_ reason: SendReason) -> Send {
         phase = .transferring
-        let from = held > 0 && !configuration.sendsOwnRange ? held : nil
+        // Bytes of an error answer (delivered where every status is an answer) are no prefix
+        // of the resource: a Range after them would splice it on; the request starts over.
+        let continuable = heldAnswerStatus.map { (200...299).contains($0) } ?? true
+        let from = held > 0 && !configuration.sendsOwnRange && continuable ? held : nil
         attempt = Attempt(sentFrom: from, number: attempt.number + 1)
         return Send(rangeFrom: from, validator: from == nil ? nil : validator, reason: reason)
     }
@@ -274,9 +279,15 @@ struct TransferStateMachine {
         return outcome
     }
 
-    /// The outcome when the response held aside is the result.
+    /// The outcome when the response held aside is the result. Where every status is an
+    /// answer (the HTTPTypes door), one that replaces a body already begun (a retry or resume
+    /// answered with an error) would end that body as if it were whole: it fails instead.
     var heldAsideOutcome: Outcome {
-        .responseHeldAside(intoSink: attempt.rangeFrom == nil && held == 0 && configuration.errorAnswerJoinsBody)
+        let replacesABodyBegun = attempt.rangeFrom != nil || held > 0
+        if configuration.everyStatusIsTheBody, replacesABodyBegun, let status = attempt.status {
+            return .failure(.resume(.unexpectedStatus(status)))
+        }
+        return .responseHeldAside(intoSink: !replacesABodyBegun && configuration.errorAnswerJoinsBody)
     }
 
     // MARK: - Heads
@@ -367,7 +378,12 @@ struct TransferStateMachine {
         // An error answer (or a redirect nobody follows) is not the resource: its body is
         // held aside, never among the bytes held, so that neither a file nor a later range
         // can continue after it. In memory it becomes the body once it ended.
-        guard (200...299).contains(head.statusCode) || configuration.everyStatusIsTheBody else {
+        // Where every status is an answer, an error answer is delivered as it comes, except a
+        // 401 or 407 to a request with a credential: curl may answer that one itself on the
+        // same transfer (it probes for the scheme first), and the answer after it is the one.
+        let deliversEveryStatus = configuration.everyStatusIsTheBody
+            && !((head.statusCode == 401 || head.statusCode == 407) && attempt.sentCredential)
+        guard (200...299).contains(head.statusCode) || deliversEveryStatus else {
             attempt.route = .aside
             attempt.isErrorAnswer = true
             return .holdAside
@@ -388,6 +404,7 @@ struct TransferStateMachine {
             restart = true
         }
         attempt.route = .sink
+        heldAnswerStatus = head.statusCode
         let length = head.decodedContentLength
         var newIdentity = false
         if head.statusCode == 200 {
@@ -444,7 +461,8 @@ struct TransferStateMachine {
             let memoryLimit = attempt.isErrorAnswer ? configuration.maximumBodySize : nil
             let limit = memoryLimit ?? configuration.provisionalBodyLimit
             guard attempt.asideBytes + count <= limit else {
-                if attempt.isErrorAnswer, memoryLimit == nil { return .discard }
+                // Cut, where it is reported apart; never where it becomes the body.
+                if attempt.isErrorAnswer, memoryLimit == nil, !configuration.errorAnswerJoinsBody { return .discard }
                 attempt.failure = memoryLimit != nil ? .bodyTooLarge(limit: limit) : .provisionalBodyTooLarge(limit: limit)
                 return .abort
             }

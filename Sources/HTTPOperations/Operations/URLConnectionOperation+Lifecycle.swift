@@ -190,7 +190,8 @@ extension URLConnectionOperation {
                 state.responseHead = head.flatMap { head in response.url.map { (head, $0) } }
             }
             state.responseData = data
-            state.responseTrailers = trailers
+            // A cancel that won the lock makes this a cancellation: no trailers of a failure.
+            state.responseTrailers = state.cancelRequested ? nil : trailers
             state.timings = timings
             // Complete: there is nothing left to resume (in this lock, not one more).
             if complete ?? (error == nil) { state.resumeData = nil }
