@@ -25,6 +25,11 @@ struct Bench: ParsableCommand {
         case observedLibraryOnly
         /// Only metrics, or only tracing, to the dropping backends.
         case droppingMetrics, droppingTracing
+        /// HTTPOperations' async verb (`try await manager.get`), in a task group of N.
+        case async
+        /// HTTPOperations' HTTPTypes door (`try await manager.perform(HTTPRequest)`), in a task
+        /// group of N.
+        case httptypes
         /// URLSession from FoundationNetworking.
         case urlsession
         /// AsyncHTTPClient on SwiftNIO.
@@ -97,6 +102,8 @@ struct Bench: ParsableCommand {
         case .droppingTracing: return OperationsClient.run(workload) { $0.tracer = DroppingBackends.Tracer() }
         case .urlsession: return URLSessionClient.run(workload)
         case .asynchttpclient: return try AsyncHTTPClientBench.run(workload)
+        case .async: return AsyncDoorsClient.run(workload, door: .asyncVerb)
+        case .httptypes: return AsyncDoorsClient.run(workload, door: .httpTypes)
         case .chainThroughManager, .chainOnQueue: return OperationsClient.chain(workload, throughManager: client == .chainThroughManager)
         case .noio: return OperationsClient.withoutIO(workload)
         case .noioBlock: return OperationsClient.blockOperations(workload)

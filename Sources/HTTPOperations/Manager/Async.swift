@@ -30,6 +30,12 @@ extension HTTPRequestOperation {
     /// - Returns: The response and the serialized object.
     /// - Throws: The operation's error.
     public func outcome() async throws -> ResponseOutcome {
+        try await outcome(startingWith: {})
+    }
+
+    /// Waits for the outcome after `start` ran, with the observer already in place (so an
+    /// outcome that comes at once is not missed, and no task is needed to wait beside it).
+    func outcome(startingWith start: () -> Void) async throws -> ResponseOutcome {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ResponseOutcome, any Error>) in
                 // Outcome observers run exactly once, so the continuation resumes exactly once.
@@ -41,6 +47,7 @@ extension HTTPRequestOperation {
                         continuation.resume(returning: ResponseOutcome(response: operation.response, object: operation.responseObject))
                     }
                 }
+                start()
             }
         } onCancel: {
             self.cancel()
@@ -62,13 +69,9 @@ extension HTTPRequestOperation {
 extension HTTPRequestOperationManager {
     /// Enqueues `operation` and waits for its outcome; cancelling the task cancels it.
     public func run(_ operation: HTTPRequestOperation) async throws -> ResponseOutcome {
-        let outcome = Task { try await operation.outcome() }
-        enqueue(operation)
-        return try await withTaskCancellationHandler {
-            try await outcome.value
-        } onCancel: {
-            operation.cancel()
-        }
+        // Enqueued once its observer is in place, in the awaiting task: an unstructured task
+        // per request to wait beside it cost about a third more CPU per small GET.
+        try await operation.outcome { self.enqueue(operation) }
     }
 
     /// Runs `request` with the manager's settings and `serializer` (the manager's when nil).

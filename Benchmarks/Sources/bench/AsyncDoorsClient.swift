@@ -1,0 +1,60 @@
+import Foundation
+import HTTPOperations
+import HTTPTypes
+import Synchronization
+
+/// HTTPOperations through its async doors, `inFlight` requests at a time in a task group (as
+/// AsyncHTTPClient is driven): `try await manager.get(...)` (the AFNetworking-style door's
+/// async verb) or `try await manager.perform(HTTPRequest)` (the HTTPTypes door). Bodies are
+/// collected in memory; a file workload writes each body to the file after it arrived.
+enum AsyncDoorsClient {
+    enum Door { case asyncVerb, httpTypes }
+
+    static func run(_ workload: Workload, door: Door) -> Tally {
+        let manager = HTTPRequestOperationManager()
+        manager.operationQueue.maxConcurrentOperationCount = workload.inFlight
+        manager.responseSerializer = HTTPResponseSerializer()
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex(Tally())
+        Task {
+            let tally = await withTaskGroup(of: Int64?.self) { group -> Tally in
+                var tally = Tally()
+                var started = 0
+                func add() {
+                    started += 1
+                    group.addTask { await fetch(manager, workload, door) }
+                }
+                while started < min(workload.inFlight, workload.count) { add() }
+                for await bytes in group {
+                    if let bytes { tally.completed += 1; tally.bytes += bytes } else { tally.failed += 1 }
+                    if started < workload.count { add() }
+                }
+                return tally
+            }
+            result.withLock { $0 = tally }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0 }
+    }
+
+    /// One GET; the body's length, or nil when it failed.
+    private static func fetch(_ manager: HTTPRequestOperationManager, _ workload: Workload, _ door: Door) async -> Int64? {
+        do {
+            let body: Data
+            switch door {
+            case .asyncVerb:
+                let outcome = try await manager.get(workload.url.absoluteString)
+                body = outcome.object as? Data ?? Data()
+            case .httpTypes:
+                let (response, data) = try await manager.perform(HTTPRequest(method: .get, url: workload.url))
+                guard response.status == .ok else { return nil }
+                body = data
+            }
+            if let path = workload.file { try body.write(to: URL(fileURLWithPath: path)) }
+            return Int64(body.count)
+        } catch {
+            return nil
+        }
+    }
+}
