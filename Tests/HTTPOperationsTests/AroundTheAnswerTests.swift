@@ -10,27 +10,21 @@ extension AllTests {
     /// (a chunked body's trailer section) and HTTP/2 (nginx's `add_trailer`), and
     /// informational 1xx responses before it, observable and never taken for the answer.
     @Suite struct AroundTheAnswer {
-        static let server: FaultServer = {
-            do {
-                return try FaultServer.start { path -> [FaultStep] in
-                    let reply = switch path {
-                    case "/trailers":
-                        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum, X-Count\r\n\r\n"
-                            + "4\r\nbody\r\n0\r\nX-Checksum: sha-abc\r\nX-Count: 4\r\n\r\n"
-                    case "/no-trailers":
-                        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\n\r\n"
-                    case "/early-hints":
-                        "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
-                            + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-                    default:
-                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    }
-                    return [.send(Array(reply.utf8)), .closeWithFIN]
-                }
-            } catch {
-                fatalError("the fault server did not start: \(error)")
+        static let server = faultServer { path -> [FaultStep] in
+            let reply = switch path {
+            case "/trailers":
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum, X-Count\r\n\r\n"
+                    + "4\r\nbody\r\n0\r\nX-Checksum: sha-abc\r\nX-Count: 4\r\n\r\n"
+            case "/no-trailers":
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\n\r\n"
+            case "/early-hints":
+                "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+                    + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+            default:
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             }
-        }()
+            return [.send(Array(reply.utf8)), .closeWithFIN]
+        }
 
         static func url(_ path: String) -> URL { server.baseURL.appendingPathComponent(String(path.dropFirst())) }
 

@@ -10,37 +10,31 @@ extension AllTests {
     /// `Content-Length` values.
     @Suite struct ConformanceDefects {
         /// Raw replies, by path, written by hand so that they can be wrong on purpose.
-        static let server: FaultServer = {
-            do {
-                return try FaultServer.start { path in
-                    if path == "/events" {
-                        // Ten six-byte chunks, 300 ms apart (server-sent events, NDJSON).
-                        return [.send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))]
-                            + (0..<10).flatMap { index -> [FaultStep] in
-                                [.send(Array("6\r\nevent\(index)\r\n".utf8)), .wait(.milliseconds(300))]
-                            }
-                            + [.send(Array("0\r\n\r\n".utf8)), .closeWithFIN]
+        static let server = faultServer { path in
+            if path == "/events" {
+                // Ten six-byte chunks, 300 ms apart (server-sent events, NDJSON).
+                return [.send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8))]
+                    + (0..<10).flatMap { index -> [FaultStep] in
+                        [.send(Array("6\r\nevent\(index)\r\n".utf8)), .wait(.milliseconds(300))]
                     }
-                    let reply: String = switch path {
-                    case "/not-http":
-                        "Http/1.1 500 Internal Server Error\r\nContent-Length: 15\r\nConnection: close\r\n\r\nserver exploded"
-                    case "/status-999":
-                        "HTTP/1.1 999 Something New\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-                    case "/conflicting-length":
-                        "HTTP/1.1 200 OK\r\nContent-Length: 4, 10\r\nConnection: close\r\n\r\nbody"
-                    case "/repeated-length":
-                        "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Length: 10\r\nConnection: close\r\n\r\nbody"
-                    case "/same-length-twice":
-                        "HTTP/1.1 200 OK\r\nContent-Length: 4, 4\r\nConnection: close\r\n\r\nbody"
-                    default:
-                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    }
-                    return [.send(Array(reply.utf8)), .closeWithFIN]
-                }
-            } catch {
-                fatalError("the fault server did not start: \(error)")
+                    + [.send(Array("0\r\n\r\n".utf8)), .closeWithFIN]
             }
-        }()
+            let reply: String = switch path {
+            case "/not-http":
+                "Http/1.1 500 Internal Server Error\r\nContent-Length: 15\r\nConnection: close\r\n\r\nserver exploded"
+            case "/status-999":
+                "HTTP/1.1 999 Something New\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+            case "/conflicting-length":
+                "HTTP/1.1 200 OK\r\nContent-Length: 4, 10\r\nConnection: close\r\n\r\nbody"
+            case "/repeated-length":
+                "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Length: 10\r\nConnection: close\r\n\r\nbody"
+            case "/same-length-twice":
+                "HTTP/1.1 200 OK\r\nContent-Length: 4, 4\r\nConnection: close\r\n\r\nbody"
+            default:
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            }
+            return [.send(Array(reply.utf8)), .closeWithFIN]
+        }
 
         static func url(_ path: String) -> URL { server.baseURL.appendingPathComponent(String(path.dropFirst())) }
 

@@ -12,56 +12,50 @@ extension AllTests {
     /// suite's assertions, and why, is in Docs/HTTPTypesDoor.md.
     @Suite struct ConformanceScenarios {
         /// Wire-level answers written by hand.
-        static let raw: FaultServer = {
-            do {
-                return try FaultServer.start { path -> [FaultStep] in
-                    switch path {
-                    case "/200": return reply("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n")
-                    case "/404": return reply("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n")
-                    case "/999": return reply("HTTP/1.1 999 Something New\r\nContent-Length: 0\r\n")
-                    case "/no-reason": return reply("HTTP/1.1 200\r\nContent-Length: 2\r\n", body: "ok")
-                    case "/gzip": return reply("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: \(gzipBody.count)\r\n", bytes: gzipBody)
-                    case "/deflate": return reply("HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\nContent-Length: \(deflateBody.count)\r\n", bytes: deflateBody)
-                    case "/brotli": return reply("HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: \(brotliBody.count)\r\n", bytes: brotliBody)
-                    case "/identity": return reply("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n", body: "TEST\n")
-                    case "/multi-value":
-                        return reply("HTTP/1.1 200 OK\r\nX-Multi: one\r\nX-Multi: two\r\nContent-Length: 0\r\n")
-                    case "/head-length": return reply("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n")
-                    case "/204-length": return reply("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n")
-                    case "/304-length": return reply("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\nETag: \"v1\"\r\n")
-                    case "/incomplete":
-                        return [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly some".utf8)), .closeWithFIN]
-                    case "/no-length":
-                        return [.send(Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end".utf8)), .closeWithFIN]
-                    case "/empty-chunked":
-                        return [.send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".utf8)), .closeWithFIN]
-                    case "/not-http":
-                        return reply("Http/1.1 500 Internal Server Error\r\nContent-Length: 15\r\n", body: "server exploded")
-                    case "/conflicting-length": return reply("HTTP/1.1 200 OK\r\nContent-Length: 4, 10\r\n", body: "body")
-                    case "/trailers":
-                        return [.send(Array(("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n"
-                                             + "4\r\nbody\r\n0\r\nX-Checksum: sha-abc\r\n\r\n").utf8)), .closeWithFIN]
-                    case "/redirect-ping": return reply("HTTP/1.1 302 Found\r\nLocation: /redirect-pong\r\nContent-Length: 0\r\n")
-                    case "/redirect-pong": return reply("HTTP/1.1 302 Found\r\nLocation: /redirect-ping\r\nContent-Length: 0\r\n")
-                    case "/slow-head":
-                        return [.wait(.seconds(5)), .send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)), .closeWithFIN]
-                    case "/slow-body":
-                        return [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n".utf8)), .wait(.seconds(5)),
-                                .send(Array("ok".utf8)), .closeWithFIN]
-                    case "/drip":
-                        return [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n".utf8)),
-                                .drip(Array("0123456789".utf8), interval: .milliseconds(20)), .closeWithFIN]
-                    case "/long":
-                        return [.send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)),
-                                .sendForever(chunk: { _ in Array("400\r\n\(String(repeating: "x", count: 1024))\r\n".utf8) },
-                                             interval: .milliseconds(1))]
-                    default: return reply("HTTP/1.1 418 Unexpected Path\r\nContent-Length: 0\r\n")
-                    }
-                }
-            } catch {
-                fatalError("the raw server did not start: \(error)")
+        static let raw = faultServer { path -> [FaultStep] in
+            switch path {
+            case "/200": return reply("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n")
+            case "/404": return reply("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n")
+            case "/999": return reply("HTTP/1.1 999 Something New\r\nContent-Length: 0\r\n")
+            case "/no-reason": return reply("HTTP/1.1 200\r\nContent-Length: 2\r\n", body: "ok")
+            case "/gzip": return reply("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: \(gzipBody.count)\r\n", bytes: gzipBody)
+            case "/deflate": return reply("HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\nContent-Length: \(deflateBody.count)\r\n", bytes: deflateBody)
+            case "/brotli": return reply("HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: \(brotliBody.count)\r\n", bytes: brotliBody)
+            case "/identity": return reply("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n", body: "TEST\n")
+            case "/multi-value":
+                return reply("HTTP/1.1 200 OK\r\nX-Multi: one\r\nX-Multi: two\r\nContent-Length: 0\r\n")
+            case "/head-length": return reply("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n")
+            case "/204-length": return reply("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n")
+            case "/304-length": return reply("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\nETag: \"v1\"\r\n")
+            case "/incomplete":
+                return [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly some".utf8)), .closeWithFIN]
+            case "/no-length":
+                return [.send(Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end".utf8)), .closeWithFIN]
+            case "/empty-chunked":
+                return [.send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".utf8)), .closeWithFIN]
+            case "/not-http":
+                return reply("Http/1.1 500 Internal Server Error\r\nContent-Length: 15\r\n", body: "server exploded")
+            case "/conflicting-length": return reply("HTTP/1.1 200 OK\r\nContent-Length: 4, 10\r\n", body: "body")
+            case "/trailers":
+                return [.send(Array(("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n"
+                                     + "4\r\nbody\r\n0\r\nX-Checksum: sha-abc\r\n\r\n").utf8)), .closeWithFIN]
+            case "/redirect-ping": return reply("HTTP/1.1 302 Found\r\nLocation: /redirect-pong\r\nContent-Length: 0\r\n")
+            case "/redirect-pong": return reply("HTTP/1.1 302 Found\r\nLocation: /redirect-ping\r\nContent-Length: 0\r\n")
+            case "/slow-head":
+                return [.wait(.seconds(5)), .send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)), .closeWithFIN]
+            case "/slow-body":
+                return [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n".utf8)), .wait(.seconds(5)),
+                        .send(Array("ok".utf8)), .closeWithFIN]
+            case "/drip":
+                return [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n".utf8)),
+                        .drip(Array("0123456789".utf8), interval: .milliseconds(20)), .closeWithFIN]
+            case "/long":
+                return [.send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)),
+                        .sendForever(chunk: { _ in Array("400\r\n\(String(repeating: "x", count: 1024))\r\n".utf8) },
+                                     interval: .milliseconds(1))]
+            default: return reply("HTTP/1.1 418 Unexpected Path\r\nContent-Length: 0\r\n")
             }
-        }()
+        }
 
         static let gzipBody: [UInt8] = [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0x0b, 0x71, 0x0d, 0x0e,
                                         0xe1, 0x02, 0x00, 0xbe, 0xd7, 0x83, 0xf7, 0x05, 0x00, 0x00, 0x00]

@@ -10,17 +10,11 @@ extension AllTests {
     /// operations and queue as the AFNetworking-style door.
     @Suite struct HTTPTypesDoor {
         /// Raw replies for what the in-process server does not say: repeated fields.
-        static let server: FaultServer = {
-            do {
-                return try FaultServer.start { _ in
-                    let reply = "HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT\r\n"
-                        + "Set-Cookie: b=2\r\nX-Order: first\r\nx-order: second\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-                    return [.send(Array(reply.utf8)), .closeWithFIN]
-                }
-            } catch {
-                fatalError("the fault server did not start: \(error)")
-            }
-        }()
+        static let server = faultServer { _ in
+            let reply = "HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT\r\n"
+                + "Set-Cookie: b=2\r\nX-Order: first\r\nx-order: second\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+            return [.send(Array(reply.utf8)), .closeWithFIN]
+        }
 
         /// `HTTPRequest` for `url`.
         private func request(_ url: URL, _ method: HTTPRequest.Method = .get) -> HTTPRequest {

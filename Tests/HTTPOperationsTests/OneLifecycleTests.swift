@@ -59,12 +59,7 @@ extension AllTests {
             op.totalTimeout = .milliseconds(300)
             let recorder = OutcomeRecorder()
             recorder.watch(op)
-            let started = TestSignal("first bytes")
-            let once = Mutex(false)
-            op.setDownloadProgressBlock { _, total, _ in
-                guard total > 0, once.withLock({ fired in defer { fired = true }; return !fired }) else { return }
-                started.fire()
-            }
+            let started = firstBytes(of: op)
             OperationQueue().addOperation(op)
             try await started.wait()
             // The network thread is held, so the pause's, the deadline's and the resume's jobs
@@ -96,12 +91,7 @@ extension AllTests {
             let op = HTTPRequestOperation(request: URLRequest(url: testServer.url(.resumable(size: size, options: options))))
             let recorder = OutcomeRecorder()
             recorder.watch(op)
-            let started = TestSignal("first bytes")
-            let once = Mutex(false)
-            op.setDownloadProgressBlock { _, total, _ in
-                guard total > 0, once.withLock({ fired in defer { fired = true }; return !fired }) else { return }
-                started.fire()
-            }
+            let started = firstBytes(of: op)
             OperationQueue().addOperation(op)
             try await started.wait()
             var attempts: [Int] = []
@@ -121,6 +111,17 @@ extension AllTests {
             #expect(sha256(try #require(op.responseData)) == sha256(ResumableOptions.content(version: 0, count: size)))
             #expect(attempts.allSatisfy { $0 <= 1 }, "each resume is at most one new attempt: \(attempts)")
             #expect(op.downloadMetrics.restartsFromZero == 0)
+        }
+
+        /// Fires once, when the first body bytes of `op` arrived.
+        private func firstBytes(of op: HTTPRequestOperation) -> TestSignal {
+            let started = TestSignal("first bytes")
+            let once = Mutex(false)
+            op.setDownloadProgressBlock { _, total, _ in
+                guard total > 0, once.withLock({ fired in defer { fired = true }; return !fired }) else { return }
+                started.fire()
+            }
+            return started
         }
     }
 }

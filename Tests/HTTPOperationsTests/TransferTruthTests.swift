@@ -186,15 +186,9 @@ extension AllTests {
             Data(repeating: 1, count: 10).withUnsafeBytes { writer.append($0) }
             writer.handOver()
             writer.discardAndEmpty()
-            let written = Mutex<BodyWriter.Written?>(nil)
-            let done = TestSignal("after writes")
-            writer.afterWrites { state in
-                written.withLock { $0 = state }
-                done.fire()
-            }
-            try await done.wait(timeout: .seconds(5))
-            #expect(written.withLock { $0?.holdsCurrentVersion } == false)
-            #expect(written.withLock { $0?.bytes } == 100)
+            let written = try await writtenState(after: writer)
+            #expect(written.holdsCurrentVersion == false)
+            #expect(written.bytes == 100)
             #expect(failures.withLock { $0.count } == 1, "the failure is reported once, as an event")
             #expect(try Data(contentsOf: file) == Data(repeating: 7, count: 100))
         }
@@ -212,14 +206,8 @@ extension AllTests {
             let failures = Mutex<[URLError]>([])
             let writer = BodyWriter(target: .file(handle, file), queue: DispatchQueue(label: "writer"), emptyFirst: true,
                                     roomAvailable: {}, failed: { error in failures.withLock { $0.append(error) } })
-            let written = Mutex<BodyWriter.Written?>(nil)
-            let done = TestSignal("after writes")
-            writer.afterWrites { state in
-                written.withLock { $0 = state }
-                done.fire()
-            }
-            try await done.wait(timeout: .seconds(5))
-            #expect(written.withLock { $0?.holdsCurrentVersion } == false, "the old bytes are not the new version")
+            let written = try await writtenState(after: writer)
+            #expect(written.holdsCurrentVersion == false, "the old bytes are not the new version")
             #expect(failures.withLock { $0.count } == 1, "the failure is reported once, as an event")
             #expect(try Data(contentsOf: file) == Data(repeating: 7, count: 100))
         }
@@ -234,16 +222,22 @@ extension AllTests {
                                     roomAvailable: {})
             writer.discardAndEmpty()
             Data(repeating: 1, count: 10).withUnsafeBytes { writer.append($0) }
+            writer.handOver()
+            let written = try await writtenState(after: writer)
+            #expect(written.holdsCurrentVersion == true)
+            #expect(written.bytes == 10)
+        }
+
+        /// What the writer's target holds once every write and emptying handed in before ran.
+        private func writtenState(after writer: BodyWriter) async throws -> BodyWriter.Written {
             let written = Mutex<BodyWriter.Written?>(nil)
             let done = TestSignal("after writes")
-            writer.handOver()
             writer.afterWrites { state in
                 written.withLock { $0 = state }
                 done.fire()
             }
             try await done.wait(timeout: .seconds(5))
-            #expect(written.withLock { $0?.holdsCurrentVersion } == true)
-            #expect(written.withLock { $0?.bytes } == 10)
+            return try #require(written.withLock { $0 })
         }
     }
 }

@@ -51,4 +51,15 @@ extension TransferStateMachine {
         guard retryDelays + delay <= policy.maximumTotalDelay else { return nil }
         return delay
     }
+
+    /// The outcome when the response held aside is the result. Where every status is an
+    /// answer (the HTTPTypes door), one that replaces a body already begun (a retry or resume
+    /// answered with an error) would end that body as if it were whole: it fails instead.
+    var heldAsideOutcome: Outcome {
+        let replacesABodyBegun = attempt.rangeFrom != nil || held > 0
+        if configuration.everyStatusIsTheBody, replacesABodyBegun, let status = attempt.status {
+            return .failure(.resume(.unexpectedStatus(status)))
+        }
+        return .responseHeldAside(intoSink: !replacesABodyBegun && configuration.errorAnswerJoinsBody)
+    }
 }

@@ -177,3 +177,12 @@ func notificationSignal(_ name: Notification.Name, of operation: URLConnectionOp
     let observer = NotificationCenter.default.addObserver(forName: name, object: operation, queue: nil) { _ in signal.fire() }
     return (signal, observer)
 }
+
+/// A ``FaultServer`` for a suite's static property: the suite cannot run without it.
+func faultServer(_ script: @escaping @Sendable (String) -> [FaultStep]) -> FaultServer {
+    do {
+        return try FaultServer.start(script: script)
+    } catch {
+        fatalError("the fault server did not start: \(error)")
+    }
+}
