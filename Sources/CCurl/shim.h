@@ -53,6 +53,11 @@ static inline CURLcode ccurl_easy_setopt_blob(CURL *handle, CURLoption option, c
     return curl_easy_setopt(handle, option, &blob);
 }
 
+/// CURLOPT_TRAILERFUNCTION: the trailer fields of a chunked request body.
+static inline CURLcode ccurl_easy_setopt_trailer_callback(CURL *handle, curl_trailer_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_TRAILERFUNCTION, value);
+}
+
 static inline CURLcode ccurl_easy_setopt_prereq_callback(CURL *handle, curl_prereq_callback value) {
     return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, value);
 }

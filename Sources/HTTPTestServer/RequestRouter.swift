@@ -20,6 +20,8 @@ final class RequestRouter: ChannelInboundHandler {
     private var head: HTTPRequestHead?
     private var body = Data()
     private var bodyLength = 0
+    /// The request's trailer fields, for the echo.
+    private var trailers: [String: String] = [:]
     /// `/upload` only counts what it receives, so a huge upload costs the server no memory.
     private var keepsBody = true
     var streamer: PatternStreamer?
@@ -36,13 +38,15 @@ final class RequestRouter: ChannelInboundHandler {
             self.head = head
             body = Data()
             bodyLength = 0
+            trailers = [:]
             keepsBody = !head.uri.hasPrefix("/upload")
         case .body(let buffer):
             bodyLength += buffer.readableBytes
             if keepsBody, body.count < Self.echoBodyLimit {
                 body.append(contentsOf: buffer.readableBytesView)
             }
-        case .end:
+        case .end(let fields):
+            for (name, value) in fields ?? [:] { trailers[name.lowercased()] = value }
             guard let head else { return }
             self.head = nil
             route(head, context: context)
@@ -154,6 +158,7 @@ final class RequestRouter: ChannelInboundHandler {
             "query": query,
             "headers": headers,
             "bodyLength": bodyLength,
+            "trailers": trailers,
         ]
         // Text bodies come back as text; large or binary ones only as their length (encoding
         // megabytes of binary as a JSON string costs seconds and tells a test nothing more).

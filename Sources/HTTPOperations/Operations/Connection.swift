@@ -29,6 +29,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     let redirectBlock: RedirectResponseBlock?
     let challengeBlock: AuthenticationChallengeBlock?
     let informationalBlock: InformationalResponseBlock?
+    let requestTrailers: RequestTrailersBlock?
     private let totalTimeout: Duration?
     let uploadProgress: ProgressReporter?
     let downloadProgress: ProgressReporter?
@@ -96,6 +97,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.redirectBlock = configuration.redirectBlock
         self.challengeBlock = configuration.challengeBlock
         self.informationalBlock = configuration.informationalBlock
+        self.requestTrailers = configuration.requestTrailers
         self.totalTimeout = configuration.totalTimeout
         let inputs = TransferInputs(credential: configuration.credential,
                                     credentialOrigin: configuration.credential == nil ? nil
@@ -288,6 +290,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             if case .stream = transferRequest.body {
                 transferRequest.bodyQueue = readerQueue
                 transferRequest.rewindsBody = rewindsBody
+                transferRequest.requestTrailers = requestTrailers
             }
             addRangeHeaders(for: send, to: &transferRequest)
             let sendsCredential = transferRequest.credential != nil || transferRequest.proxyCredential != nil

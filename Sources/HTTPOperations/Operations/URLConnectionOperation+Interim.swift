@@ -22,3 +22,19 @@ extension URLConnectionOperation {
         state.withLock { $0.responseTrailers?.fields ?? [] }
     }
 }
+
+/// Gives the trailer fields of a streamed request body, once the stream ended (a checksum of
+/// what was read, for one).
+public typealias RequestTrailersBlock = @Sendable () -> [(name: String, value: String)]
+
+extension URLConnectionOperation {
+    /// Sets the block that gives the request's trailer fields, sent after its body. Only a
+    /// body read from the request's `httpBodyStream` without a `Content-Length` is sent chunked
+    /// and so can carry trailers (HTTP/1.1); announce them with a `Trailer` header field.
+    /// Called on the body's reader queue once the stream ended, once per transfer that sends
+    /// the body. A field whose name is not a token, or whose value holds CR, LF or NUL, fails
+    /// the operation before the trailer section is sent.
+    public func setRequestTrailersBlock(_ block: RequestTrailersBlock?) {
+        state.withLock { $0.settings.requestTrailers = block }
+    }
+}

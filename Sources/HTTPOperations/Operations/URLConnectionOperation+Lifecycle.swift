@@ -204,6 +204,7 @@ extension URLConnectionOperation {
             state.settings.downloadProgress = nil
             state.settings.redirectBlock = nil
             state.settings.informationalBlock = nil
+            state.settings.requestTrailers = nil
             state.settings.challengeBlock = nil
             state.settings.serverTrustEvaluation = nil
             defer { state.pendingPauseCompletions.removeAll() }

@@ -73,6 +73,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var downloadProgress: TransferProgressBlock?
         var redirectBlock: RedirectResponseBlock?
         var informationalBlock: InformationalResponseBlock?
+        var requestTrailers: RequestTrailersBlock?
         var challengeBlock: AuthenticationChallengeBlock?
         var serverTrustEvaluation: ServerTrustEvaluation?
         var securityPolicies = HostSecurityPolicies()

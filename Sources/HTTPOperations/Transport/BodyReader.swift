@@ -49,12 +49,16 @@ final class BodyReader: @unchecked Sendable {
         var filling = false
         /// Bumped by every rewind and by `stop()`: a fill of an older generation keeps nothing.
         var generation = 0
+        /// The trailer fields, asked for when the stream ended.
+        var trailerFields: [(name: String, value: String)] = []
     }
 
     private let shared = Mutex(Shared())
     private let stream: Handover<InputStream>
     private let queue: DispatchQueue
     private let dataAvailable: @Sendable () -> Void
+    /// Asked for the trailer fields once the stream ended, on the queue (it is caller's code).
+    private let trailers: RequestTrailersBlock?
     /// The chunk being copied into curl's buffers, network thread only.
     private var current = Data()
     private var currentOffset = 0
@@ -65,9 +69,12 @@ final class BodyReader: @unchecked Sendable {
     ///   - rewindFirst: The stream was sent before (a redirect): rewind it before reading.
     ///   - dataAvailable: Called on `queue` when data, the end or a failure arrives after a
     ///     read answered ``ReadResult/wait``.
-    init(stream: InputStream, queue: DispatchQueue, rewindFirst: Bool, dataAvailable: @escaping @Sendable () -> Void) {
+    ///   - trailers: Asked for the trailer fields once the stream ended, on `queue`.
+    init(stream: InputStream, queue: DispatchQueue, rewindFirst: Bool, trailers: RequestTrailersBlock? = nil,
+         dataAvailable: @escaping @Sendable () -> Void) {
         self.stream = Handover(stream)
         self.queue = queue
+        self.trailers = trailers
         self.dataAvailable = dataAvailable
         let generation = shared.withLock { shared in
             shared.filling = true
@@ -111,6 +118,9 @@ final class BodyReader: @unchecked Sendable {
 
     /// The failure that ended the body, if any.
     var failure: URLError? { shared.withLock { $0.failure } }
+
+    /// The trailer fields asked for when the stream ended (none before). Network thread.
+    var trailerFields: [(name: String, value: String)] { shared.withLock { $0.trailerFields } }
 
     /// Starts again from the first byte (curl's seek to 0). Returns false for a stream that
     /// cannot rewind.
@@ -173,16 +183,24 @@ final class BodyReader: @unchecked Sendable {
             let count = chunk.withUnsafeMutableBytes { buffer in
                 stream.read(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), maxLength: buffer.count)
             }
-            let failure: URLError? = count < 0
+            var failure: URLError? = count < 0
                 ? URLError(.requestBodyStreamExhausted, url: nil,
                            description: "Reading the request body failed: \(Self.reason(stream))")
                 : nil
             if count > 0 { chunk.count = count }
+            // Asked here, before curl can hear of the end: the caller's block, off the network
+            // thread. A field that would split the request ends it instead (nothing more sent).
+            let fields = count == 0 ? trailers?() ?? [] : []
+            if let invalid = fields.first(where: { !HTTPFieldValidation.isToken($0.name) || !HTTPFieldValidation.isFieldValue($0.value) }) {
+                failure = URLError(.requestBodyStreamExhausted, url: nil,
+                                   description: "The request trailer field \"\(invalid.name)\" is not a valid field: nothing more was sent.")
+            }
             let notify = shared.withLock { shared -> Bool in
                 guard shared.generation == generation else { return false }
                 if let failure {
                     shared.failure = failure
                 } else if count == 0 {
+                    shared.trailerFields = fields
                     shared.atEnd = true
                 } else {
                     shared.ready.append(chunk)

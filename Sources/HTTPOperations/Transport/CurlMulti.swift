@@ -197,7 +197,10 @@ final class CurlMulti {
     private static let minimumConnectionCache = 16
 
     private func recycleHandle(of transfer: CurlTransfer) {
-        if let easy = transfer.detach() {
+        guard let easy = transfer.detach() else { return }
+        if transfer.sendsTrailers {
+            curl_easy_cleanup(easy)
+        } else {
             easyHandles.recycle(easy, plain: transfer.isPlain && !transfer.pausedReceiving)
         }
     }

@@ -128,6 +128,12 @@ final class CurlTransfer {
         return easy
     }
 
+    /// This transfer set `CURLOPT_TRAILERFUNCTION`. libcurl 7.88 keeps its trailer state
+    /// across `curl_easy_reset`: the next chunked upload on the same handle then writes each
+    /// chunk's size line before its upload buffer (AddressSanitizer: heap-buffer-overflow,
+    /// `AroundTheAnswer`'s trailer tests in a row). Such a handle is freed, never pooled.
+    private(set) var sendsTrailers = false
+
     /// Where this transfer's time went, read from curl when it completes.
     private(set) var timings: TransferTimings.Transfer?
 
@@ -304,6 +310,14 @@ final class CurlTransfer {
             ccurl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, userData)
             if case .stream(let stream, _) = request.body {
                 bodyReader = makeBodyReader(for: stream)
+                if length == -1, request.requestTrailers != nil {
+                    // Chunked: curl asks for the trailer section after the last chunk.
+                    sendsTrailers = true
+                    ccurl_easy_setopt_trailer_callback(easy) { list, userData in
+                        Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue().appendTrailers(to: list!)
+                    }
+                    ccurl_easy_setopt_pointer(easy, CURLOPT_TRAILERDATA, userData)
+                }
             }
         }
     }
@@ -312,7 +326,7 @@ final class CurlTransfer {
     private func makeBodyReader(for stream: InputStream) -> BodyReader {
         let transfer = WeakTransfer(self)
         return BodyReader(stream: stream, queue: request.bodyQueue ?? DispatchQueue(label: "HTTPOperations.reader"),
-                          rewindFirst: request.rewindsBody) {
+                          rewindFirst: request.rewindsBody, trailers: request.requestTrailers) {
             NetworkThread.shared.perform {
                 guard let transfer = transfer.value, transfer.easy != nil else { return }
                 NetworkThread.shared.multi.unpause(transfer)
@@ -361,6 +375,15 @@ final class CurlTransfer {
             return Int(ccurl_writefunc_pause)
         case .abort: return 0
         }
+    }
+
+    /// Hands curl the trailer fields the body reader was given when the stream ended (checked
+    /// there: no field can split the request). curl frees the list.
+    private func appendTrailers(to list: UnsafeMutablePointer<UnsafeMutablePointer<curl_slist>?>) -> Int32 {
+        for (name, value) in bodyReader?.trailerFields ?? [] {
+            list.pointee = curl_slist_append(list.pointee, "\(name): \(value)")
+        }
+        return CURL_TRAILERFUNC_OK
     }
 
     private func readBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {

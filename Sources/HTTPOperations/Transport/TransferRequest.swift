@@ -51,6 +51,9 @@ struct TransferRequest: @unchecked Sendable {
     var bodyQueue: DispatchQueue?
     /// The `.stream` body was sent by an earlier transfer: rewind it before reading.
     var rewindsBody = false
+    /// The trailer fields to send after a `.stream` body of unknown length (sent chunked):
+    /// asked for on the body's queue once the stream ended (see ``BodyReader``).
+    var requestTrailers: RequestTrailersBlock?
     /// The highest send rate a ``RewindableBodyStream`` body asks for; read here, off the
     /// network thread (a conformance may be user code).
     var maximumSendRate: Int64?
