@@ -71,8 +71,7 @@ extension AllTests {
         @Test func trailersArriveOverHTTP2() async throws {
             let nginx = ExternalServers.nginx
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.tlsBaseURL + "/trailers")!))
-            op.securityPolicy = try SecurityPolicy(
-                trustedCertificateAuthorities: TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile)))
+            op.securityPolicy = try nginx.policyTrustingItsAuthority()
             #expect(try await run(op).error == nil)
             #expect(op.timings?.lastTransfer.httpVersion == "2")
             #expect(op.responseString == "body")

@@ -22,8 +22,7 @@ extension AllTests {
         @Test func http2IsUsedWhenTheServerOffersItOverTLS() async throws {
             let nginx = ExternalServers.nginx
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.tlsBaseURL + "/protocol")!))
-            op.securityPolicy = try SecurityPolicy(
-                trustedCertificateAuthorities: TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile)))
+            op.securityPolicy = try nginx.policyTrustingItsAuthority()
             #expect(try await run(op).error == nil)
             #expect(op.responseString == "HTTP/2.0")
             #expect(op.timings?.lastTransfer.httpVersion == "2")
@@ -36,8 +35,7 @@ extension AllTests {
         /// used by no other test, so no warm connection hides the difference.
         @Test func requestsStartedTogetherShareOneHTTP2Connection() async throws {
             let nginx = ExternalServers.nginx
-            let policy = try SecurityPolicy(
-                trustedCertificateAuthorities: TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile)))
+            let policy = try nginx.policyTrustingItsAuthority()
             let operations = (0..<32).map { _ in
                 let op = HTTPRequestOperation(request: URLRequest(url: URL(string: "https://127.0.0.1:\(nginx.tlsPort)/hello.txt")!))
                 op.securityPolicy = policy

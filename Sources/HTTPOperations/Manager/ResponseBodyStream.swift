@@ -39,6 +39,17 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
             channel.abandon()
             operation.cancel()
         }
+
+        /// Awaits `wait` on the channel; cancelling the waiting task abandons the channel and
+        /// cancels the operation.
+        func awaiting<Value: Sendable>(_ wait: @Sendable (ResponseBodyChannel) async throws -> Value) async throws -> Value {
+            try await withTaskCancellationHandler {
+                try await wait(channel)
+            } onCancel: {
+                channel.abandon()
+                operation.cancel()
+            }
+        }
     }
 
     private let lifetime: Lifetime
@@ -65,13 +76,7 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
     /// body); nil when the operation ended without one. Cancelling the waiting task cancels
     /// the operation.
     func responseHead() async throws -> ResponseHead? {
-        let lifetime = lifetime
-        return try await withTaskCancellationHandler {
-            try await lifetime.channel.responseHead()
-        } onCancel: {
-            lifetime.channel.abandon()
-            lifetime.operation.cancel()
-        }
+        try await lifetime.awaiting { try await $0.responseHead() }
     }
 
     /// Makes an iterator; iterate once.
@@ -85,13 +90,7 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
 
         /// The next chunk; nil after the last one.
         public mutating func next() async throws -> Data? {
-            let lifetime = lifetime
-            return try await withTaskCancellationHandler {
-                try await lifetime.channel.next()
-            } onCancel: {
-                lifetime.channel.abandon()
-                lifetime.operation.cancel()
-            }
+            try await lifetime.awaiting { try await $0.next() }
         }
     }
 }

@@ -505,11 +505,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             if intoSink {
                 // In memory, with nothing else held: an error answer, a refused redirect or
                 // challenge. Its body is the body (the serializer judges it).
-                if let head {
-                    // A stream's reader waits for the head of the answer it reads.
-                    operation.setResponseHead(head, url: request.url!)
-                    bodyChannel?.headArrived(head)
-                }
+                // A stream's reader waits for the head of the answer it reads (the operation
+                // gets it with the response, in `finish`).
+                if let head { bodyChannel?.headArrived(head) }
                 bodyAside.withUnsafeBytes { sink?.write($0) }
                 withMachine { $0.heldAsideMovedIntoSink() }
                 finish(response: response, error: nil)

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPOperations
 import Synchronization
 
 #if canImport(Glibc)
@@ -110,6 +111,11 @@ struct Nginx: Sendable {
 
     var baseURL: String { process.baseURL }
     var tlsBaseURL: String { "https://localhost:\(tlsPort)" }
+
+    /// A policy that trusts the authority that signed nginx's certificate (and nothing else).
+    func policyTrustingItsAuthority() throws -> SecurityPolicy {
+        try SecurityPolicy(trustedCertificateAuthorities: TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: certificateAuthorityFile)))
+    }
 
     /// The lines of the access log: `<uri> <status> range="…" if_range="…"`.
     var accessLog: [String] {
