@@ -25,6 +25,8 @@ final class RequestRouter: ChannelInboundHandler {
     /// `/upload` only counts what it receives, so a huge upload costs the server no memory.
     private var keepsBody = true
     var streamer: PatternStreamer?
+    /// The full-duplex exchange in progress (`/duplex/...`), which answers as the body comes.
+    private var duplex: DuplexExchange?
     /// Shared by every connection of one server.
     let counters: ResourceCounters
 
@@ -35,11 +37,20 @@ final class RequestRouter: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
+            if let exchange = DuplexExchange(head) {
+                duplex = exchange
+                return exchange.start(context, head, router: self)
+            }
             self.head = head
             body = Data()
             bodyLength = 0
             trailers = [:]
             keepsBody = !head.uri.hasPrefix("/upload")
+        case .body(let buffer) where duplex != nil:
+            duplex?.received(buffer, context, router: self)
+        case .end(let fields) where duplex != nil:
+            duplex?.finished(fields, context, router: self)
+            duplex = nil
         case .body(let buffer):
             bodyLength += buffer.readableBytes
             if keepsBody, body.count < Self.echoBodyLimit {

@@ -2,7 +2,6 @@ import Foundation
 import HTTPOperations
 import HTTPTestServer
 import HTTPTypes
-import Synchronization
 import Testing
 
 extension AllTests {
@@ -314,6 +313,84 @@ extension AllTests {
                 return body.operation.responseTrailers[HTTPField.Name("X-Checksum")!]
             }
             #expect(checksum == "sha-abc")
+        }
+
+        // MARK: - Request bodies written while the response streams
+
+        /// 1,000 round trips on one request: the writer writes `AB`, then waits until the
+        /// handler has read the echo of it before it writes the next.
+        @Test func echoInterleave() async throws {
+            let (echoes, echoed) = AsyncStream.makeStream(of: Void.self)
+            let body = HTTPRequestBody.restartable { writer in
+                var heard = echoes.makeAsyncIterator()
+                for _ in 0..<1000 {
+                    try await writer.write(Data("AB".utf8))
+                    // Only once the handler has read the echo of this write.
+                    guard await heard.next() != nil else { break }
+                }
+                return nil
+            }
+            let chunks = try await manager.perform(HTTPRequest(method: .post, url: testServer.baseURL.appendingPathComponent("duplex/echo")),
+                                                   body: body) { response, responseBody in
+                #expect(response.status == .ok)
+                var chunks = 0
+                for try await chunk in responseBody {
+                    chunks += 1
+                    #expect(chunk == Data("AB".utf8), "chunk \(chunks): \(Array(chunk))")
+                    echoed.yield()
+                }
+                return chunks
+            }
+            #expect(chunks == 1000)
+        }
+
+        /// The other way round: the server speaks first, and says its next line only once the
+        /// request body answered the last one. Neither side can finish without the other
+        /// reading as it writes.
+        @Test func speakInterleave() async throws {
+            let (lines, answers) = AsyncStream.makeStream(of: String.self)
+            let body = HTTPRequestBody.restartable { writer in
+                for await answer in lines { try await writer.write(Data((answer + "\n").utf8)) }
+                return nil
+            }
+            let said = try await manager.perform(HTTPRequest(method: .post, url: testServer.baseURL.appendingPathComponent("duplex/speak/200")),
+                                                 body: body) { _, responseBody in
+                var said: [String] = []
+                var pending = ""
+                for try await chunk in responseBody {
+                    pending += String(decoding: chunk, as: UTF8.self)
+                    while let newline = pending.firstIndex(of: "\n") {
+                        let line = String(pending[..<newline])
+                        pending.removeSubrange(...newline)
+                        said.append(line)
+                        if line.hasPrefix("say ") { answers.yield(String(line.dropFirst(4))) } else { answers.finish() }
+                    }
+                }
+                return said
+            }
+            #expect(said.count == 201)
+            #expect(said.first == "say 1")
+            #expect(said.last == "done", "\(said.suffix(3))")
+        }
+
+        /// A written body that writes nothing is sent chunked, as its last chunk alone.
+        @Test func emptyChunkedRequestBody() async throws {
+            let (response, echo) = try await manager.perform(server(.echo, .post), body: .restartable { _ in nil }, decoding: Echo.self)
+            #expect(response.status == .ok)
+            #expect(echo.headers["transfer-encoding"] == "chunked")
+            #expect(echo.body == "")
+        }
+
+        /// The writer's return value: trailer fields after a chunked body.
+        @Test func trailersWritten() async throws {
+            let body = HTTPRequestBody.restartable { writer in
+                try await writer.write(Data("written".utf8))
+                return [HTTPField.Name("X-Checksum")!: "sha-123", HTTPField.Name("X-Count")!: "7"]
+            }
+            let (_, data) = try await manager.perform(server(.echo, .post), body: body)
+            let echo = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            #expect(echo["body"] as? String == "written")
+            #expect(echo["trailers"] as? [String: String] == ["x-checksum": "sha-123", "x-count": "7"], "\(echo)")
         }
 
         // MARK: - State across requests

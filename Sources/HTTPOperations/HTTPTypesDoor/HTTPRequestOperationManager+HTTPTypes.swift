@@ -32,7 +32,13 @@ extension HTTPRequestOperationManager {
     /// - Throws: ``RequestSerializationError`` when the request names no URL; otherwise the
     ///   operation's error (`URLError`, ``SecurityError``, ``TransferError``, …).
     public func perform(_ request: HTTPRequest, body: Data? = nil) async throws -> (response: HTTPResponse, body: Data) {
-        try await collect(httpRequestOperation(for: request, body: body))
+        try await collect(operation(for: request, body: body.map(HTTPRequestBody.data)))
+    }
+
+    /// Performs `request` with a body that may be written while it runs (see
+    /// ``HTTPRequestBody``), and collects the response body.
+    public func perform(_ request: HTTPRequest, body: HTTPRequestBody) async throws -> (response: HTTPResponse, body: Data) {
+        try await collect(operation(for: request, body: body))
     }
 
     /// Performs `request` and hands the response to `responseHandler` as soon as its head
@@ -51,13 +57,39 @@ extension HTTPRequestOperationManager {
     /// it unread, the transfer is cancelled. Cancelling the task cancels it too.
     ///
     /// - Returns: What `responseHandler` returned.
-    /// - Throws: The errors of ``perform(_:body:)`` that come before the head, what the
+    /// - Throws: The errors of `perform(_:body:)` that come before the head, what the
     ///   handler throws, and, from the body's loop, a failure after the head (a truncated
     ///   body).
     public func perform<Result: Sendable>(_ request: HTTPRequest, body: Data? = nil,
                                           responseHandler: (HTTPResponse, ResponseBodyStream) async throws -> Result)
         async throws -> Result {
-        let operation = try httpRequestOperation(for: request, body: body)
+        try await streaming(operation(for: request, body: body.map(HTTPRequestBody.data)), to: responseHandler)
+    }
+
+    /// Performs `request` with a body that may be written while the response streams in (see
+    /// ``HTTPRequestBody``): full duplex. The handler gets the response as soon as its head
+    /// arrived, which may be before the body is all written.
+    ///
+    /// ```swift
+    /// let body = HTTPRequestBody.restartable { writer in
+    ///     for message in outgoing { try await writer.write(message) }
+    ///     return nil
+    /// }
+    /// try await manager.perform(request, body: body) { response, responseBody in
+    ///     for try await reply in responseBody { handle(reply) }
+    /// }
+    /// ```
+    public func perform<Result: Sendable>(_ request: HTTPRequest, body: HTTPRequestBody,
+                                          responseHandler: (HTTPResponse, ResponseBodyStream) async throws -> Result)
+        async throws -> Result {
+        try await streaming(operation(for: request, body: body), to: responseHandler)
+    }
+
+    /// Runs `operation` and hands its response, once the head arrived, and its body as it
+    /// comes to `responseHandler`.
+    private func streaming<Result: Sendable>(_ operation: HTTPRequestOperation,
+                                             to responseHandler: (HTTPResponse, ResponseBodyStream) async throws -> Result)
+        async throws -> Result {
         let stream = ResponseBodyStream(operation)
         enqueue(operation)
         guard let head = try await stream.responseHead() else {
@@ -80,11 +112,24 @@ extension HTTPRequestOperationManager {
     /// status (check `response.status`: an error answer's body is decoded too).
     ///
     /// - Throws: ``ResponseSerializationError`` `.decodingFailed` when the body is not a
-    ///   `Value`, besides the errors of ``perform(_:body:)``.
+    ///   `Value`, besides the errors of `perform(_:body:)`.
     public func perform<Value: Decodable & Sendable>(_ request: HTTPRequest, body: Data? = nil, decoding type: Value.Type,
                                                      using decoder: JSONDecoder = JSONDecoder())
         async throws -> (response: HTTPResponse, value: Value) {
-        let operation = try httpRequestOperation(for: request, body: body)
+        try await decoding(operation(for: request, body: body.map(HTTPRequestBody.data)), as: type, using: decoder)
+    }
+
+    /// Performs `request` with a body that may be written while it runs (see
+    /// ``HTTPRequestBody``), and decodes the response body as JSON into `type`.
+    public func perform<Value: Decodable & Sendable>(_ request: HTTPRequest, body: HTTPRequestBody, decoding type: Value.Type,
+                                                     using decoder: JSONDecoder = JSONDecoder())
+        async throws -> (response: HTTPResponse, value: Value) {
+        try await decoding(operation(for: request, body: body), as: type, using: decoder)
+    }
+
+    /// Runs `operation` and decodes its body as JSON into `type`.
+    private func decoding<Value: Decodable & Sendable>(_ operation: HTTPRequestOperation, as type: Value.Type,
+                                                       using decoder: JSONDecoder) async throws -> (response: HTTPResponse, value: Value) {
         let (response, data) = try await collect(operation)
         do {
             return (response, try decoder.decode(type, from: data))
@@ -101,8 +146,19 @@ extension HTTPRequestOperationManager {
     /// - Throws: ``RequestSerializationError`` `.invalidURL` when `request` names no URL and
     ///   the manager has no ``baseURL`` to resolve its path against.
     public func httpRequestOperation(for request: HTTPRequest, body: Data? = nil) throws -> HTTPRequestOperation {
+        try operation(for: request, body: body.map(HTTPRequestBody.data))
+    }
+
+    /// An operation for `request` with a body that may be written while it runs (see
+    /// ``HTTPRequestBody``), configured as the one with a `Data` body is.
+    public func httpRequestOperation(for request: HTTPRequest, body: HTTPRequestBody) throws -> HTTPRequestOperation {
+        try operation(for: request, body: body)
+    }
+
+    /// The door's operation for `request` and `body`.
+    private func operation(for request: HTTPRequest, body: HTTPRequestBody?) throws -> HTTPRequestOperation {
         var urlRequest = try urlRequest(for: request)
-        urlRequest.httpBody = body
+        body?.attach(to: &urlRequest)
         let operation = httpRequestOperation(with: urlRequest, success: nil, failure: nil)
         operation.responseSerializer = Self.everyAnswer
         operation.state.withLock { $0.settings.everyStatusIsAnAnswer = true }

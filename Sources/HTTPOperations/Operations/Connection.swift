@@ -278,7 +278,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         if let stream = request.httpBodyStream {
             // Known by identity: asking the stream its status would run user code here.
             rewindsBody = sentBodyStream == ObjectIdentifier(stream)
-            if rewindsBody, !(stream is RewindableBodyStream) {
+            if rewindsBody, !stream.canBeSentAgain {
                 // A plain stream cannot be read twice; a 307/308 that keeps the body needs a new one.
                 return fail(URLError(.requestBodyStreamExhausted, url: request.url,
                                      description: "The request body stream was already sent once."))

@@ -18,14 +18,22 @@ import Synchronization
 /// One queue serves every transfer of an operation (see ``TransferRequest/bodyQueue``), so a
 /// new transfer's reads come after an old one's, on the same stream.
 ///
+/// A ``StreamedRequestBody`` is not read but written: its closure runs in a task, and each
+/// ``RequestBodyWriter/write(_:)`` puts a chunk among the ready ones, or suspends while
+/// ``bytesAhead`` bytes are already waiting (see `BodyReader+Writer.swift`). Sending it
+/// again runs the closure again, in a new task, as a new generation.
+///
 /// Thread-safety: the chunk being copied is the network thread's alone. The ready chunks,
-/// the end and the failure, and whether the network thread waits for data live in one
-/// struct behind one `Mutex`. The stream is used only on the queue.
+/// the end and the failure, whether the network thread waits for data, and a written body's
+/// task and waiting writer live in one struct behind one `Mutex`. The stream is used only on
+/// the queue.
 final class BodyReader: @unchecked Sendable {
     /// Bytes per read from the stream.
     static let chunkSize = 64 << 10
     /// Chunks read ahead of curl.
     static let buffersAhead = 4
+    /// Bytes a written body may have waiting for curl before its writer waits.
+    static let bytesAhead = chunkSize * buffersAhead
 
     /// What a read from curl gets.
     enum ReadResult: Equatable {
@@ -39,7 +47,7 @@ final class BodyReader: @unchecked Sendable {
         case failed
     }
 
-    private struct Shared {
+    struct Shared {
         var ready: [Data] = []
         var atEnd = false
         var failure: URLError?
@@ -51,14 +59,25 @@ final class BodyReader: @unchecked Sendable {
         var generation = 0
         /// The trailer fields, asked for when the stream ended.
         var trailerFields: [(name: String, value: String)] = []
+        /// A written body: the bytes of `ready`, which its writer may not let grow past
+        /// ``BodyReader/bytesAhead``.
+        var readyBytes = 0
+        /// A written body: the bytes its writer wrote in this generation.
+        var writtenBytes: Int64 = 0
+        /// A written body: the writer waiting for room, resumed when curl takes a chunk.
+        var writerWaiting: CheckedContinuation<Void, any Error>?
+        /// A written body: the task running its closure, cancelled when the send ends.
+        var writerTask: Task<Void, Never>?
     }
 
-    private let shared = Mutex(Shared())
+    let shared = Mutex(Shared())
     private let stream: Handover<InputStream>
+    /// The body when it is written, not read: its closure produces the chunks.
+    let written: StreamedRequestBody?
     private let queue: DispatchQueue
-    private let dataAvailable: @Sendable () -> Void
+    let dataAvailable: @Sendable () -> Void
     /// Asked for the trailer fields once the stream ended, on the queue (it is caller's code).
-    private let trailers: RequestTrailersBlock?
+    let trailers: RequestTrailersBlock?
     /// The chunk being copied into curl's buffers, network thread only.
     private var current = Data()
     private var currentOffset = 0
@@ -67,15 +86,24 @@ final class BodyReader: @unchecked Sendable {
     ///   - stream: The body; opened on `queue` if not open.
     ///   - queue: A serial queue, shared by the transfers of one operation.
     ///   - rewindFirst: The stream was sent before (a redirect): rewind it before reading.
-    ///   - dataAvailable: Called on `queue` when data, the end or a failure arrives after a
-    ///     read answered ``ReadResult/wait``.
+    ///   - dataAvailable: Called when data, the end or a failure arrives after a read
+    ///     answered ``ReadResult/wait``: on `queue`, or in a written body's task.
     ///   - trailers: Asked for the trailer fields once the stream ended, on `queue`.
     init(stream: InputStream, queue: DispatchQueue, rewindFirst: Bool, trailers: RequestTrailersBlock? = nil,
          dataAvailable: @escaping @Sendable () -> Void) {
         self.stream = Handover(stream)
+        self.written = stream as? StreamedRequestBody
         self.queue = queue
         self.trailers = trailers
         self.dataAvailable = dataAvailable
+        if let written {
+            guard !rewindFirst || written.isRestartable else {
+                shared.withLock { $0.failure = Self.cannotResend }
+                return
+            }
+            startWriting(written, generation: 0)
+            return
+        }
         let generation = shared.withLock { shared in
             shared.filling = true
             return shared.generation
@@ -93,10 +121,13 @@ final class BodyReader: @unchecked Sendable {
     /// Copies what is ready into `buffer`.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
         if currentOffset == current.count {
+            var roomForWriter: CheckedContinuation<Void, any Error>?
             let next = shared.withLock { shared -> ReadResult? in
                 if !shared.ready.isEmpty {
                     current = shared.ready.removeFirst()
                     currentOffset = 0
+                    shared.readyBytes -= current.count
+                    if shared.readyBytes < Self.bytesAhead { swap(&roomForWriter, &shared.writerWaiting) }
                     scheduleFill(&shared)
                     return nil
                 }
@@ -106,6 +137,7 @@ final class BodyReader: @unchecked Sendable {
                 scheduleFill(&shared)
                 return .wait
             }
+            roomForWriter?.resume()
             if let next { return next }
         }
         let count = min(buffer.count, current.count - currentOffset)
@@ -125,16 +157,21 @@ final class BodyReader: @unchecked Sendable {
     /// Starts again from the first byte (curl's seek to 0). Returns false for a stream that
     /// cannot rewind.
     func rewind() -> Bool {
-        guard stream.value is RewindableBodyStream else { return false }
+        guard stream.value.canBeSentAgain else { return false }
         current = Data()
         currentOffset = 0
-        let generation = shared.withLock { shared -> Int in
-            shared.generation += 1
-            shared.ready.removeAll()
+        let (generation, ended) = shared.withLock { shared -> (Int, EndedWriter) in
+            let ended = Self.endSend(&shared)
             shared.atEnd = false
             shared.failure = nil
-            shared.filling = true
-            return shared.generation
+            shared.trailerFields = []
+            shared.filling = written == nil
+            return (shared.generation, ended)
+        }
+        ended.cancel()
+        if let written {
+            startWriting(written, generation: generation)
+            return true
         }
         queue.async { [self] in
             guard self.rewindStream() else { return }
@@ -145,10 +182,8 @@ final class BodyReader: @unchecked Sendable {
 
     /// Stops reading ahead: the transfer is over. Closes a stream that cannot be sent again.
     func stop() {
-        shared.withLock { shared in
-            shared.generation += 1
-            shared.ready.removeAll()
-        }
+        shared.withLock { Self.endSend(&$0) }.cancel()
+        if written != nil { return }
         queue.async { [stream] in
             // A rewindable stream may be sent again by the next transfer (a 307/308 redirect):
             // it is not this transfer's to close; it closes its own resources at its end.
@@ -158,7 +193,7 @@ final class BodyReader: @unchecked Sendable {
 
     /// Queues a fill when there is room ahead and none is queued. Under the lock.
     private func scheduleFill(_ shared: inout Shared) {
-        guard !shared.filling, !shared.atEnd, shared.failure == nil, shared.ready.count < Self.buffersAhead else { return }
+        guard written == nil, !shared.filling, !shared.atEnd, shared.failure == nil, shared.ready.count < Self.buffersAhead else { return }
         shared.filling = true
         let generation = shared.generation
         queue.async { [self] in self.fill(generation: generation) }
@@ -191,10 +226,7 @@ final class BodyReader: @unchecked Sendable {
             // Asked here, before curl can hear of the end: the caller's block, off the network
             // thread. A field that would split the request ends it instead (nothing more sent).
             let fields = count == 0 ? trailers?() ?? [] : []
-            if let invalid = fields.first(where: { !HTTPFieldValidation.isToken($0.name) || !HTTPFieldValidation.isFieldValue($0.value) }) {
-                failure = URLError(.requestBodyStreamExhausted, url: nil,
-                                   description: "The request trailer field \"\(invalid.name)\" is not a valid field: nothing more was sent.")
-            }
+            if let invalid = Self.invalidTrailer(in: fields) { failure = invalid }
             let notify = shared.withLock { shared -> Bool in
                 guard shared.generation == generation else { return false }
                 if let failure {
@@ -212,12 +244,24 @@ final class BodyReader: @unchecked Sendable {
         }
     }
 
+    /// The failure for trailer fields one of which would split the request, if one would.
+    static func invalidTrailer(in fields: [(name: String, value: String)]) -> URLError? {
+        guard let invalid = fields.first(where: { !HTTPFieldValidation.isToken($0.name) || !HTTPFieldValidation.isFieldValue($0.value) })
+        else { return nil }
+        return URLError(.requestBodyStreamExhausted, url: nil,
+                        description: "The request trailer field \"\(invalid.name)\" is not a valid field: nothing more was sent.")
+    }
+
+    /// The failure of a body that cannot be sent a second time.
+    static var cannotResend: URLError {
+        URLError(.requestBodyStreamExhausted, url: nil, description: "The request body stream cannot be sent again.")
+    }
+
     /// Rewinds the stream; on failure records it (and tells a waiting transfer).
     private func rewindStream() -> Bool {
         if (stream.value as? RewindableBodyStream)?.rewind() == true { return true }
         let notify = shared.withLock { shared -> Bool in
-            shared.failure = URLError(.requestBodyStreamExhausted, url: nil,
-                                      description: "The request body stream cannot be sent again.")
+            shared.failure = Self.cannotResend
             shared.filling = false
             defer { shared.waiting = false }
             return shared.waiting

@@ -310,7 +310,8 @@ final class CurlTransfer {
             ccurl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, userData)
             if case .stream(let stream, _) = request.body {
                 bodyReader = makeBodyReader(for: stream)
-                if length == -1, request.requestTrailers != nil {
+                // A written body may give trailer fields when its closure returns.
+                if length == -1, request.requestTrailers != nil || stream is StreamedRequestBody {
                     // Chunked: curl asks for the trailer section after the last chunk.
                     sendsTrailers = true
                     ccurl_easy_setopt_trailer_callback(easy) { list, userData in

@@ -97,6 +97,7 @@ struct TransferRequest: @unchecked Sendable {
         }
         if let stream = request.httpBodyStream {
             let declared = request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
+                ?? (stream as? StreamedRequestBody)?.length
             self.body = .stream(stream, length: declared)
             self.maximumSendRate = (stream as? RewindableBodyStream)?.maximumSendRate
         } else if let data = request.httpBody {

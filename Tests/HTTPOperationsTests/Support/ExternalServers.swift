@@ -201,6 +201,12 @@ struct Nginx: Sendable {
                 location /throttled/ { alias \(prefix)/www/; limit_rate 4m; }
                 # HTTP/2 in front of the fault server (FaultMatrixTests): streamed, not buffered.
                 location /fault/ { proxy_pass http://127.0.0.1:\(faultServer.port); proxy_buffering off; proxy_read_timeout 30s; }
+                # HTTP/2 in front of the test server's full-duplex routes: the request body goes
+                # up as it comes, the response down as it comes (FullDuplexTests).
+                location /duplex/ {
+                    proxy_pass http://127.0.0.1:\(testServer.port); proxy_http_version 1.1;
+                    proxy_request_buffering off; proxy_buffering off; proxy_read_timeout 30s;
+                }
             }
             server {
                 listen 127.0.0.1:\(mutualTLSPort) ssl http2;

@@ -1,0 +1,87 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// The full-duplex routes: the response streams while the request body still arrives.
+///
+/// - `/duplex/echo`: answers 200 at once, then sends back each request body chunk as it
+///   arrives, flushed, and ends with the request's trailer fields as its own.
+/// - `/duplex/speak/N`: says `say 1\n`, and says the next line only once the request body
+///   answered the last one with its number (`1\n`); after `N` answers it says `done\n`. A wrong
+///   answer gets `wrong: …\n` and the end. The client can only finish by reading as it writes.
+///
+/// Lives on its channel's event loop, driven by ``RequestRouter``.
+final class DuplexExchange {
+    private enum Mode {
+        case echo
+        case speak(rounds: Int, said: Int)
+    }
+
+    private var mode: Mode
+    /// Request bytes not yet ending in a newline (speak).
+    private var pending = ""
+    private var ended = false
+
+    /// The exchange for `head`, or nil when its path is not a duplex route.
+    init?(_ head: HTTPRequestHead) {
+        let parts = head.uri.split(separator: "/").map(String.init)
+        guard parts.first == "duplex" else { return nil }
+        switch (parts.count > 1 ? parts[1] : "", parts.count > 2 ? Int(parts[2]) : nil) {
+        case ("echo", _): mode = .echo
+        case ("speak", let rounds?): mode = .speak(rounds: rounds, said: 0)
+        default: return nil
+        }
+    }
+
+    /// The request head arrived: answer at once.
+    func start(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, router: RequestRouter) {
+        router.writeHead(context, head, status: 200,
+                         headers: HTTPHeaders([("Content-Type", "application/octet-stream"), ("Transfer-Encoding", "chunked")]))
+        if case .speak = mode { sayNext(context, router: router) } else { context.flush() }
+    }
+
+    /// A request body chunk arrived.
+    func received(_ buffer: ByteBuffer, _ context: ChannelHandlerContext, router: RequestRouter) {
+        guard !ended else { return }
+        switch mode {
+        case .echo:
+            send(buffer, context, router: router)
+        case .speak(let rounds, let said):
+            pending += String(decoding: buffer.readableBytesView, as: UTF8.self)
+            while let newline = pending.firstIndex(of: "\n") {
+                let line = String(pending[..<newline])
+                pending.removeSubrange(...newline)
+                guard line == "\(said)" else {
+                    send(ByteBuffer(string: "wrong: \(line)\n"), context, router: router)
+                    return end(context, router: router, trailers: nil)
+                }
+                if said == rounds {
+                    send(ByteBuffer(string: "done\n"), context, router: router)
+                    return end(context, router: router, trailers: nil)
+                }
+                sayNext(context, router: router)
+            }
+        }
+    }
+
+    /// The request ended, with `trailers`.
+    func finished(_ trailers: HTTPHeaders?, _ context: ChannelHandlerContext, router: RequestRouter) {
+        guard !ended else { return }
+        end(context, router: router, trailers: trailers)
+    }
+
+    private func sayNext(_ context: ChannelHandlerContext, router: RequestRouter) {
+        guard case .speak(let rounds, let said) = mode else { return }
+        mode = .speak(rounds: rounds, said: said + 1)
+        send(ByteBuffer(string: "say \(said + 1)\n"), context, router: router)
+    }
+
+    private func send(_ buffer: ByteBuffer, _ context: ChannelHandlerContext, router: RequestRouter) {
+        context.writeAndFlush(router.wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+    }
+
+    private func end(_ context: ChannelHandlerContext, router: RequestRouter, trailers: HTTPHeaders?) {
+        ended = true
+        context.writeAndFlush(router.wrapOutboundOut(.end(trailers)), promise: nil)
+    }
+}
