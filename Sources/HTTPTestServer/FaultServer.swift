@@ -23,6 +23,9 @@ public enum FaultStep: Sendable {
     case closeWithRST
     /// Says nothing more and keeps the connection open until the peer closes it.
     case hang
+    /// Says nothing more and reads nothing more, until the peer closes: what the peer sends
+    /// fills the socket buffers, and its writes block (a server that stopped reading).
+    case stopReading
 }
 
 /// A raw TCP server on a loopback port that answers every request with a scripted sequence
@@ -127,6 +130,12 @@ public final class FaultServer: Sendable {
                 // Blocks until the peer closes (0) or resets (-1); whatever it sends is dropped.
                 var sink = [UInt8](repeating: 0, count: 4096)
                 while recv(connection, &sink, sink.count, 0) > 0 {}
+                return
+            case .stopReading:
+                // Woken by the peer's close only: POLLIN is not asked for, so data is left unread.
+                // POLLRDHUP is 0x2000 on Linux; Glibc hides its name behind _GNU_SOURCE.
+                var watch = pollfd(fd: connection, events: 0x2000, revents: 0)
+                while poll(&watch, 1, -1) < 0, errno == EINTR {}
                 return
             }
         }

@@ -118,34 +118,41 @@ final class BodyReader: @unchecked Sendable {
 
     // MARK: - Network thread
 
-    /// Copies what is ready into `buffer`.
+    /// Copies what is ready into `buffer`: from as many ready chunks as fit, so many small
+    /// writes go out as one piece rather than one curl chunk each.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
-        if currentOffset == current.count {
-            var roomForWriter: CheckedContinuation<Void, any Error>?
-            let next = shared.withLock { shared -> ReadResult? in
-                if !shared.ready.isEmpty {
-                    current = shared.ready.removeFirst()
-                    currentOffset = 0
-                    shared.readyBytes -= current.count
-                    if shared.readyBytes < Self.bytesAhead { swap(&roomForWriter, &shared.writerWaiting) }
+        var copied = 0
+        while copied < buffer.count {
+            if currentOffset == current.count {
+                var roomForWriter: CheckedContinuation<Void, any Error>?
+                let next = shared.withLock { shared -> ReadResult? in
+                    if !shared.ready.isEmpty {
+                        current = shared.ready.removeFirst()
+                        currentOffset = 0
+                        shared.readyBytes -= current.count
+                        if shared.readyBytes < Self.bytesAhead { swap(&roomForWriter, &shared.writerWaiting) }
+                        scheduleFill(&shared)
+                        return nil
+                    }
+                    // Bytes already copied go first; the end, a failure or a wait is for the next call.
+                    if copied > 0 { return .bytes(copied) }
+                    if shared.atEnd { return .end }
+                    if let _ = shared.failure { return .failed }
+                    shared.waiting = true
                     scheduleFill(&shared)
-                    return nil
+                    return .wait
                 }
-                if let _ = shared.failure { return .failed }
-                if shared.atEnd { return .end }
-                shared.waiting = true
-                scheduleFill(&shared)
-                return .wait
+                roomForWriter?.resume()
+                if let next { return next }
             }
-            roomForWriter?.resume()
-            if let next { return next }
+            let count = min(buffer.count - copied, current.count - currentOffset)
+            current.withUnsafeBytes { source in
+                (buffer.baseAddress! + copied).copyMemory(from: source.baseAddress! + currentOffset, byteCount: count)
+            }
+            currentOffset += count
+            copied += count
         }
-        let count = min(buffer.count, current.count - currentOffset)
-        current.withUnsafeBytes { source in
-            buffer.baseAddress!.copyMemory(from: source.baseAddress! + currentOffset, byteCount: count)
-        }
-        currentOffset += count
-        return .bytes(count)
+        return .bytes(copied)
     }
 
     /// The failure that ended the body, if any.

@@ -205,7 +205,7 @@ struct Nginx: Sendable {
                 # up as it comes, the response down as it comes (FullDuplexTests).
                 location /duplex/ {
                     proxy_pass http://127.0.0.1:\(testServer.port); proxy_http_version 1.1;
-                    proxy_request_buffering off; proxy_buffering off; proxy_read_timeout 30s;
+                    proxy_request_buffering off; proxy_buffering off; proxy_read_timeout 30s; client_max_body_size 0;
                 }
             }
             server {

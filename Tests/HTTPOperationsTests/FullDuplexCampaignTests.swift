@@ -1,0 +1,225 @@
+import Foundation
+@testable import HTTPOperations
+import HTTPTypes
+import Synchronization
+import Testing
+
+extension AllTests.FullDuplex {
+    /// The property "a written body arrives exactly, or the request fails with a typed
+    /// error", over scenarios drawn from a seed.
+    ///
+    /// Each scenario sends a body of 0 B to 4 MiB (bytes that depend on their position, so a
+    /// byte lost, repeated or moved shows) to `/duplex/echo`, which streams each chunk back
+    /// as it arrives: over the test server, nginx (HTTP/1.1) or nginx (HTTP/2); through the
+    /// HTTPTypes door (the response read while the body is written) or the operation door
+    /// (a `StreamedRequestBody`, the response collected); in writes of 1 byte to 300 KB taken
+    /// as `Data` slices; with or without a declared length; with pauses in the writer and in
+    /// the reader (so the sending and the receiving side of curl each pause and resume while
+    /// the other runs). One scenario in five is an adversity: the writer throws at a random
+    /// write, or its declared length is one byte more or less than it writes.
+    ///
+    /// The oracle: without adversity, success with status 200 and the echo equal to the body,
+    /// byte for byte; with one, a failure with `URLError(.requestBodyStreamExhausted)`, never
+    /// a success, with one exception the protocol makes: a writer that writes past its
+    /// declared length after the whole declared body was sent may find the answer complete
+    /// already (the server had every byte it was promised). That success must then echo
+    /// exactly the declared bytes, and the write past them must have thrown. A scenario with no outcome in 30 s is a hang. Violations are counted and
+    /// the first ones printed with the seed; the test fails when there is any.
+    ///
+    /// `HTTPOPERATIONS_SEED` replays a campaign; `HTTPOPERATIONS_DUPLEX_SCENARIOS` sets the
+    /// count (240 here, 30 under a sanitizer).
+    @Test(.timeLimit(.minutes(10)))
+    func writtenBodiesArriveExactly() async throws {
+        var generator = SeededGenerator(for: "writtenBodiesArriveExactly")
+        let count = ProcessInfo.processInfo.environment["HTTPOPERATIONS_DUPLEX_SCENARIOS"].flatMap(Int.init) ?? {
+            #if HTTPOPERATIONS_TSAN || HTTPOPERATIONS_ASAN
+            return 30
+            #else
+            return 240
+            #endif
+        }()
+        let scenarios = (0..<count).map { DuplexScenario(index: $0, using: &generator) }
+        let managers = try Dictionary(uniqueKeysWithValues: Route.allCases.map { ($0, try $0.manager()) })
+        let violations = Mutex<[String]>([])
+        // Four at a time: the network thread interleaves their pauses and resumptions.
+        await withTaskGroup(of: String?.self) { group in
+            for (position, scenario) in scenarios.enumerated() {
+                if position >= 4, let violation = await group.next() {
+                    if let violation { violations.withLock { $0.append(violation) } }
+                }
+                let manager = managers[scenario.route]!
+                group.addTask {
+                    await scenario.run(on: manager).map { "scenario \(scenario.index) (\(scenario)): \($0)" }
+                }
+            }
+            for await violation in group {
+                if let violation { violations.withLock { $0.append(violation) } }
+            }
+        }
+        let found = violations.withLock { $0 }
+        print("writtenBodiesArriveExactly: \(count) scenarios, \(found.count) violations (seed \(generator.seed))")
+        for violation in found.prefix(5) { print("  \(violation)") }
+        #expect(found.isEmpty, "\(found.count) violations; replay with HTTPOPERATIONS_SEED=\(generator.seed)")
+    }
+}
+
+/// One scenario of ``AllTests/FullDuplex/writtenBodiesArriveExactly()``.
+struct DuplexScenario: Sendable, CustomStringConvertible {
+    enum Door: Sendable { case httpTypes, operation }
+    enum Adversity: Sendable, Equatable { case none, throwsAtWrite(Int), declaresMore, declaresLess }
+
+    let index: Int
+    let route: AllTests.FullDuplex.Route
+    let door: Door
+    let body: Data
+    /// The size of each write, in order; they add up to `body.count`.
+    let writes: [Int]
+    let declaresLength: Bool
+    let adversity: Adversity
+    /// Writes after which the writer sleeps a millisecond.
+    let writerPauses: Set<Int>
+    /// The reader sleeps a millisecond after one chunk in this many (0: never).
+    let readerPauseEvery: Int
+
+    init(index: Int, using generator: inout SeededGenerator) {
+        self.index = index
+        route = [.direct, .direct, .nginx, .nginxHTTP2].randomElement(using: &generator)!
+        door = Bool.random(using: &generator) ? .httpTypes : .operation
+        let size = switch Int.random(in: 0..<10, using: &generator) {
+        case 0: 0
+        case 1...3: Int.random(in: 1...100, using: &generator)
+        case 4...6: Int.random(in: 101...(64 << 10), using: &generator)
+        default: Int.random(in: (64 << 10)...(4 << 20), using: &generator)
+        }
+        let salt = UInt8.random(in: 0...255, using: &generator)
+        body = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ ($0 >> 8) &+ Int(salt)) })
+        let largest = [16, 4096, 300_000].randomElement(using: &generator)!
+        var writes: [Int] = []
+        var left = size
+        while left > 0 {
+            let write = Int.random(in: 1...min(left, largest), using: &generator)
+            writes.append(write)
+            left -= write
+        }
+        self.writes = writes
+        declaresLength = Bool.random(using: &generator)
+        adversity = switch Int.random(in: 0..<15, using: &generator) {
+        case 0 where !writes.isEmpty: .throwsAtWrite(Int.random(in: 0..<writes.count, using: &generator))
+        case 1 where declaresLength: .declaresMore
+        case 2 where declaresLength && size > 0: .declaresLess
+        default: .none
+        }
+        let pauses = writes.count < 200 ? Int.random(in: 0...min(writes.count, 20), using: &generator) : 0
+        writerPauses = Set((0..<pauses).map { _ in Int.random(in: 0..<max(writes.count, 1), using: &generator) })
+        readerPauseEvery = [0, 0, 1, 10].randomElement(using: &generator)!
+    }
+
+    var description: String {
+        "\(route), \(door), \(body.count) B in \(writes.count) writes, length \(declaresLength ? "declared" : "chunked"), "
+            + "\(adversity), \(writerPauses.count) writer pauses, reader pause every \(readerPauseEvery)"
+    }
+
+    struct WriterBroke: Error {}
+
+    /// What the writer declares and writes.
+    private var declaredLength: Int64? {
+        guard declaresLength else { return nil }
+        switch adversity {
+        case .declaresMore: return Int64(body.count + 1)
+        case .declaresLess: return Int64(body.count - 1)
+        default: return Int64(body.count)
+        }
+    }
+
+    private func write(to writer: RequestBodyWriter, refusedAt refused: RefusedWrite) async throws {
+        var offset = 0
+        for (position, size) in writes.enumerated() {
+            if adversity == .throwsAtWrite(position) { throw WriterBroke() }
+            do {
+                try await writer.write(body[offset..<(offset + size)])
+            } catch {
+                refused.end.withLock { $0 = offset + size }
+                throw error
+            }
+            offset += size
+            if writerPauses.contains(position) { try await Task.sleep(for: .milliseconds(1)) }
+        }
+    }
+
+    /// Runs the scenario; returns the violation of the oracle, if any.
+    func run(on manager: HTTPRequestOperationManager) async -> String? {
+        let refused = RefusedWrite()
+        let result = await withDeadline(.seconds(30)) { try await send(on: manager, refusedAt: refused) }
+        switch (result, adversity) {
+        case (nil, _):
+            return "no outcome in 30 s (a hang)"
+        case (.success(let echo), .none):
+            return echo == body ? nil : "echo of \(echo.count) B differs from the \(body.count) B written"
+                + (echo.count == body.count ? " (first difference at \(zip(echo, body).enumerated().first { $1.0 != $1.1 }!.offset))" : "")
+        case (.success(let echo), .declaresLess):
+            // The declared bytes all went and were answered before the extra write came.
+            let declared = body.count - 1
+            guard echo == body.prefix(declared) else { return "a success echoing \(echo.count) B, not the \(declared) B declared" }
+            guard let refusedEnd = refused.end.withLock({ $0 }), refusedEnd > declared else {
+                return "a success (\(echo.count) B echoed) and the write past the declared length was not refused"
+            }
+            return nil
+        case (.success(let echo), _):
+            return "a success (\(echo.count) B echoed) despite the adversity"
+        case (.failure(let error), .none):
+            return "failed: \(error)"
+        case (.failure(let error), _):
+            return (error as? URLError)?.code == .requestBodyStreamExhausted ? nil : "failed with \(error), not requestBodyStreamExhausted"
+        }
+    }
+
+    private func send(on manager: HTTPRequestOperationManager, refusedAt refused: RefusedWrite) async throws -> Data {
+        let url = route.url("/duplex/echo")
+        switch door {
+        case .httpTypes:
+            let body = HTTPRequestBody.restartable(knownLength: declaredLength) { writer in
+                try await write(to: writer, refusedAt: refused)
+                return nil
+            }
+            return try await manager.perform(HTTPRequest(method: .post, url: url), body: body) { response, stream in
+                guard response.status == .ok else { throw URLError(.badServerResponse) }
+                var echo = Data(), chunks = 0
+                for try await chunk in stream {
+                    echo.append(chunk)
+                    chunks += 1
+                    if readerPauseEvery > 0, chunks % readerPauseEvery == 0 { try await Task.sleep(for: .milliseconds(1)) }
+                }
+                return echo
+            }
+        case .operation:
+            var request = URLRequest(url: url)
+            request.httpMethod = "POST"
+            request.httpBodyStream = StreamedRequestBody(length: declaredLength) { writer in try await write(to: writer, refusedAt: refused) }
+            let operation = manager.httpRequestOperation(with: request, success: nil, failure: nil)
+            operation.responseSerializer = HTTPResponseSerializer()
+            _ = try await manager.run(operation)
+            return operation.responseData ?? Data()
+        }
+    }
+}
+
+/// Where the write the writer's `write` refused ended (its offset plus its size), if one was.
+final class RefusedWrite: Sendable {
+    let end = Mutex<Int?>(nil)
+}
+
+/// `work`'s result, or nil when it did not finish within `limit` (it is cancelled then).
+func withDeadline<Value: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async throws -> Value) async -> Result<Value, any Error>? {
+    await withTaskGroup(of: Result<Value, any Error>?.self) { group in
+        group.addTask {
+            do { return .success(try await work()) } catch { return .failure(error) }
+        }
+        group.addTask {
+            try? await Task.sleep(for: limit)
+            return nil
+        }
+        let first = await group.next()!
+        group.cancelAll()
+        return first
+    }
+}
