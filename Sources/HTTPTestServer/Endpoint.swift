@@ -36,6 +36,12 @@ public enum Endpoint: Sendable, Equatable {
     /// `size` bytes that honour `Range` and `If-Range`, with the validators and faults of
     /// `options`. Version n of the resource is ``ResumableOptions/content(version:offset:count:)``.
     case resumable(size: Int, options: ResumableOptions)
+    /// A small body `<key> version <n>` for the HTTP cache's tests: with `Cache-Control:
+    /// cacheControl` when given, an `ETag` naming the version and a `Last-Modified` when
+    /// asked, `Vary: vary` (the body then names the request's value of that field); a
+    /// conditional request naming the current version gets a 304. Requests are counted
+    /// under `key`, 304s under `key#304`; ``TestServer/changeCacheable(_:)`` makes a new version.
+    case cacheable(key: String, cacheControl: String? = nil, etag: Bool = false, lastModified: Bool = false, vary: String? = nil)
 
     /// The path and query that select this endpoint.
     var path: String {
@@ -58,6 +64,10 @@ public enum Endpoint: Sendable, Equatable {
         case .drop(let total, let after): "/drop/\(total)/\(after)"
         case .resumable(let size, let options):
             "/resumable/\(size)?\(options.query)"
+        case .cacheable(let key, let cacheControl, let etag, let lastModified, let vary):
+            "/cacheable/\(key)?etag=\(etag ? 1 : 0)&lastModified=\(lastModified ? 1 : 0)"
+                + (cacheControl.map { "&cc=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0)" } ?? "")
+                + (vary.map { "&vary=\($0)" } ?? "")
         case .text(let text, let charset):
             "/text?charset=\(charset)&text=\(text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text)"
         }

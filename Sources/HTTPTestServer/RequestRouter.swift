@@ -116,6 +116,8 @@ final class RequestRouter: ChannelInboundHandler {
             } else {
                 stream(context, head, count: Int(query["count"] ?? "") ?? 0, chunked: false)
             }
+        case ("cacheable", _) where parts.count == 2:
+            cacheable(context, head, key: parts[1], query: query)
         case ("resumable", let size?):
             resumable(context, head, size: size, query: query)
         case ("text", _):

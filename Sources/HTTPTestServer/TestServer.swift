@@ -98,6 +98,12 @@ public final class TestServer: Sendable {
         counters.count(key)
     }
 
+    /// Moves the cacheable resource `key` to its next version (a new body, `ETag` and
+    /// `Last-Modified`; see ``Endpoint/cacheable(key:cacheControl:etag:lastModified:vary:)``).
+    public func changeCacheable(_ key: String) {
+        _ = counters.next(key + "#version")
+    }
+
     /// The base URL, `http://127.0.0.1:<port>` (`https` for a TLS server).
     public var baseURL: URL { URL(string: "\(scheme)://127.0.0.1:\(port)")! }
 

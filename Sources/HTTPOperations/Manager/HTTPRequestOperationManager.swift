@@ -46,6 +46,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var allowedSchemes: Set<String>?
         var route = NetworkRoute.default
         var cookieStore: CookieStore?
+        var cache: HTTPCache?
         /// The observer of ``reachabilityManager`` while ``suspendsWhileUnreachable`` is set.
         var reachabilityObserver: Handover<any NSObjectProtocol>?
         var serverTrustEvaluation: ServerTrustEvaluation?
@@ -186,6 +187,18 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         set { settings.withLock { $0.cookieStore = newValue } }
     }
 
+    /// The HTTP cache (RFC 9111) of the manager's operations; nil, the default, caches
+    /// nothing. Given to each operation the manager makes.
+    ///
+    /// Off by default: a server's manager usually speaks for many users and many requests,
+    /// and an answer from a cache is an answer the server did not give now. Turn it on where
+    /// the responses say how long they stay fresh (`Cache-Control: max-age`, `ETag`) and a
+    /// revalidated or fresh copy is what you want. See ``HTTPCache`` for what is stored.
+    public var cache: HTTPCache? {
+        get { settings.withLock { $0.cache } }
+        set { settings.withLock { $0.cache = newValue } }
+    }
+
     /// The queue callbacks run on; nil means a global concurrent queue.
     public var completionQueue: DispatchQueue? {
         get { settings.withLock { $0.completionQueue } }
@@ -284,6 +297,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
             state.settings.allowedSchemes = settings.allowedSchemes
             state.settings.route = settings.route
             state.settings.cookieStore = settings.cookieStore
+            state.settings.cache = settings.cache
             state.settings.serverTrustEvaluation = settings.serverTrustEvaluation
             state.settings.totalTimeout = settings.totalTimeout
             state.settings.logger = settings.logger

@@ -25,6 +25,7 @@ final class RequestMetrics: Sendable {
         static let retries = "httpop_retries_total"
         static let resumes = "httpop_resumes_total"
         static let transfers = "httpop_transfers_total"
+        static let cache = "httpop_cache_lookups_total"
     }
 
     /// What one operation reports when its outcome is known.
@@ -38,6 +39,8 @@ final class RequestMetrics: Sendable {
         var timings: TransferTimings?
         var retries: Int
         var resumes: Int
+        /// How the operation's HTTP cache served it; nil when it has none or was bypassed.
+        var cacheResult: URLConnectionOperation.CacheResult? = nil
     }
 
     /// The factory the instruments come from.
@@ -51,6 +54,8 @@ final class RequestMetrics: Sendable {
     private let resumes: Counter
     private let transfersOnNewConnections: Counter
     private let transfersOnReusedConnections: Counter
+    /// By ``URLConnectionOperation/CacheResult``, in the order of its cases.
+    private let cacheLookups: [URLConnectionOperation.CacheResult: Counter]
 
     /// Instruments with dimensions, made on first use of each combination, found by the
     /// dimensions' indices (see ``MetricDimensions``): no string is hashed per request.
@@ -77,6 +82,10 @@ final class RequestMetrics: Sendable {
         resumes = Counter(label: Label.resumes, factory: factory)
         transfersOnNewConnections = Counter(label: Label.transfers, dimensions: [("connection", "new")], factory: factory)
         transfersOnReusedConnections = Counter(label: Label.transfers, dimensions: [("connection", "reused")], factory: factory)
+        let results: [URLConnectionOperation.CacheResult] = [.hit, .staleHit, .revalidated, .miss]
+        cacheLookups = Dictionary(uniqueKeysWithValues: results.map {
+            ($0, Counter(label: Label.cache, dimensions: [("result", $0.rawValue)], factory: factory))
+        })
     }
 
     /// The instruments of the factory bootstrapped with `MetricsSystem.bootstrap`, read once,
@@ -123,6 +132,7 @@ final class RequestMetrics: Sendable {
         }
         if outcome.retries > 0 { retries.increment(by: Int64(outcome.retries)) }
         if outcome.resumes > 0 { resumes.increment(by: Int64(outcome.resumes)) }
+        if let result = outcome.cacheResult { cacheLookups[result]?.increment() }
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {

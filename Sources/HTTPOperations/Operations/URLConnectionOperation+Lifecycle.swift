@@ -32,6 +32,11 @@ extension URLConnectionOperation {
             conclude(response: nil, data: nil, error: cancellationError())
             return
         }
+        if let cache = settings.cache {
+            let bodyInMemory = settings.download.destination == nil && settings.bodyChannel == nil && settings.outputStream.value == nil
+            // Answered from the cache, or refused by its policy: nothing is sent.
+            if consultCache(cache, request: &request, credential: settings.credential, bodyInMemory: bodyInMemory) { return }
+        }
         startSpan(settings: settings, request: &request)
         // Built outside the lock: it works out the first transfer and opens the body's file.
         let connection = Connection(operation: self, settings: consume settings, request: request)
@@ -215,6 +220,8 @@ extension URLConnectionOperation {
         for completion in pauseCompletions { queue.async(group: group, execute: completion) }
         let deliver: @Sendable () -> Void = {
             for reporter in progress { reporter.deliverPending() }
+            // Before the serializer: a 304 to the cache's revalidation becomes the stored answer.
+            self.cacheAnswerArrived()
             if let failure = completion?(data) {
                 // Integrity is checked only for a success; a cancellation stays a cancellation.
                 self.state.withLock { state in

@@ -57,8 +57,9 @@ extension URLConnectionOperation {
         guard observation.metrics != nil || observation.span != nil else { return }
         // The status from the head when the response object was not built: building it costs
         // more than everything else here together (measured: +25 µs per small GET).
-        let (status, error) = state.withLock { state in
-            ((state.response as? HTTPURLResponse)?.statusCode ?? state.responseHead?.head.statusCode, state.error)
+        let (status, error, cacheResult) = state.withLock { state in
+            ((state.response as? HTTPURLResponse)?.statusCode ?? state.responseHead?.head.statusCode, state.error,
+             state.cacheExchange?.result)
         }
         if let span = observation.span {
             RequestTracing.end(span, status: status, error: error, timings: timings, retries: retries, resumes: resumes)
@@ -66,7 +67,7 @@ extension URLConnectionOperation {
         if let metrics = observation.metrics {
             let duration = observation.startedAt.map { ContinuousClock.now - $0 } ?? .zero
             metrics.record(.init(method: request.httpMethod, status: status, error: error, duration: duration,
-                                 timings: timings, retries: retries, resumes: resumes))
+                                 timings: timings, retries: retries, resumes: resumes, cacheResult: cacheResult))
         }
     }
 }

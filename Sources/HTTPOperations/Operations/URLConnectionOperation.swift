@@ -83,6 +83,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// Proxy, Unix socket and host overrides.
         var route = NetworkRoute.default
         var cookieStore: CookieStore?
+        /// The HTTP cache asked before sending and told of the answer; nil: none.
+        var cache: HTTPCache?
         /// Downloads: where the body goes, how it continues, and what it must add up to.
         var download = DownloadConfiguration()
         var logger = URLConnectionOperation.silentLogger
@@ -153,6 +155,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// HTTPRequestOperation's own fields, behind the same lock.
         var http = HTTPRequestOperation.HTTPState()
         var observation = Observation()
+        /// The cache's plan for the request, from start to the answer (see `consultCache`).
+        var cacheExchange: CacheExchange?
 
         /// Where the operation is: derived, never stored. Paused exactly while the machine
         /// holds a pause, and still when the outcome came during one; otherwise executing
@@ -442,6 +446,16 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     public var cookieStore: CookieStore? {
         get { state.withLock { $0.settings.cookieStore } }
         set { state.withLock { $0.settings.cookieStore = newValue } }
+    }
+
+    /// The HTTP cache (RFC 9111) the operation asks before it sends its request and stores
+    /// the answer in; nil, the default, caches nothing. The request's `cachePolicy` says how
+    /// it is used (see ``HTTPCache``). Only bodies collected in memory are cached. A manager
+    /// gives the operations it makes its ``HTTPRequestOperationManager/cache``. Set it before
+    /// the operation starts.
+    public var cache: HTTPCache? {
+        get { state.withLock { $0.settings.cache } }
+        set { state.withLock { $0.settings.cache = newValue } }
     }
 
     /// Where the operation logs: silent by default; a manager gives the operations it makes its

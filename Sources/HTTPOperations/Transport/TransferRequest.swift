@@ -62,7 +62,7 @@ struct TransferRequest: @unchecked Sendable {
     ///
     /// - Throws: `URLError(.badURL)` when the request has no URL, or an http(s) URL without a
     ///   host; `URLError(.unsupportedURL)` when it has no scheme; `URLError(.resourceUnavailable)`
-    ///   for `.returnCacheDataDontLoad` (there is no cache); ``SecurityError`` when the scheme
+    ///   for `.returnCacheDataDontLoad` (the operation's cache, if any, had nothing); ``SecurityError`` when the scheme
     ///   is not in `allowedSchemes` (`.schemeNotAllowed`), or the method or a header field
     ///   would split the request (`.invalidMethod`, `.invalidHeaderField`), or the libcurl
     ///   loaded is too old (`.unsupportedLibcurl`).
@@ -83,9 +83,10 @@ struct TransferRequest: @unchecked Sendable {
             throw URLError(.badURL, url: url, description: "The URL \(url.absoluteString) has no host.")
         }
         if request.cachePolicy == .returnCacheDataDontLoad {
-            // There is no cache to answer from, and the policy forbids the network.
+            // The policy forbids the network: only an operation's HTTPCache could have answered,
+            // before any transfer was made (and none did, or the operation has none).
             throw URLError(.resourceUnavailable, url: url,
-                           description: "HTTPOperations keeps no response cache; .returnCacheDataDontLoad cannot be answered.")
+                           description: "No stored response answers \(url.absoluteString), and .returnCacheDataDontLoad forbids loading it.")
         }
         self.url = url
         self.allowedSchemes = allowedSchemes

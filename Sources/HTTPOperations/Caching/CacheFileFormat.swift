@@ -1,0 +1,121 @@
+import Foundation
+
+/// The on-disk format of one cache entry, and the naming of entry files.
+///
+/// Layout: a 10-byte header — the magic bytes `HCCE`, a big-endian UInt16 format
+/// version, a big-endian UInt32 metadata length — then the metadata as JSON (everything
+/// but the body, plus the body length), then the body bytes. The body length lets a
+/// truncated file be detected; anything that does not decode is treated as a miss.
+enum CacheFileFormat {
+    /// The magic bytes that open every entry file.
+    static let magic: [UInt8] = Array("HCCE".utf8)
+    /// The current format version; files of another version are misses.
+    static let version: UInt16 = 1
+    /// Size of the fixed header: magic, version, metadata length.
+    static let headerLength = 10
+    /// The extension of entry files, which marks them as ours.
+    static let fileExtension = "httpcache"
+    /// The prefix of files being written; leftovers of a crash are deleted at startup.
+    static let temporaryPrefix = ".partial-"
+
+    /// Everything stored about an entry except its body.
+    private struct Metadata: Codable {
+        /// See `CachedResponse.key`.
+        var key: String
+        /// See `CachedResponse.url`.
+        var url: String
+        /// See `CachedResponse.status`.
+        var status: Int
+        /// See `CachedResponse.headerFields`.
+        var headerFields: [CachedResponse.Field]
+        /// See `CachedResponse.requestTime`.
+        var requestTime: Date
+        /// See `CachedResponse.responseTime`.
+        var responseTime: Date
+        /// See `CachedResponse.varyingRequestFields`.
+        var varyingRequestFields: [CachedResponse.VaryingField]
+        /// See `CachedResponse.credentialDigest`.
+        var credentialDigest: String?
+        /// The number of body bytes that follow the metadata.
+        var bodyByteCount: Int
+    }
+
+    /// Serializes an entry. Dates keep Foundation's default encoding (seconds since the
+    /// reference date) because it round-trips a `Date` exactly.
+    /// - Parameter response: The entry to write.
+    /// - Returns: The complete file content.
+    static func encode(_ response: CachedResponse) throws -> Data {
+        let metadata = Metadata(
+            key: response.key, url: response.url, status: response.status,
+            headerFields: response.headerFields,
+            requestTime: response.requestTime, responseTime: response.responseTime,
+            varyingRequestFields: response.varyingRequestFields,
+            credentialDigest: response.credentialDigest,
+            bodyByteCount: response.body.count)
+        let json = try JSONEncoder().encode(metadata)
+        var file = Data(capacity: headerLength + json.count + response.body.count)
+        file.append(contentsOf: magic)
+        file.append(contentsOf: [UInt8(version >> 8), UInt8(version & 0xFF)])
+        let length = UInt32(json.count)
+        file.append(contentsOf: [24, 16, 8, 0].map { UInt8((length >> $0) & 0xFF) })
+        file.append(json)
+        file.append(response.body)
+        return file
+    }
+
+    /// Deserializes an entry file.
+    /// - Parameter file: The file content.
+    /// - Returns: The entry, or nil when the file is truncated, corrupt or of another
+    ///   format version.
+    static func decode(_ file: Data) -> CachedResponse? {
+        let bytes = [UInt8](file.prefix(headerLength))
+        guard bytes.count == headerLength, Array(bytes[0..<4]) == magic else { return nil }
+        let fileVersion = UInt16(bytes[4]) << 8 | UInt16(bytes[5])
+        guard fileVersion == version else { return nil }
+        let metadataLength = bytes[6..<10].reduce(0) { $0 << 8 | Int($1) }
+        let metadataStart = file.startIndex + headerLength
+        guard file.count - headerLength >= metadataLength else { return nil }
+        let bodyStart = metadataStart + metadataLength
+        guard let metadata = try? JSONDecoder().decode(Metadata.self, from: file[metadataStart..<bodyStart]),
+              file.endIndex - bodyStart == metadata.bodyByteCount
+        else { return nil }
+        var response = CachedResponse(
+            key: metadata.key, url: metadata.url, status: metadata.status,
+            responseFields: [], body: Data(file[bodyStart...]),
+            requestFields: [], requestTime: metadata.requestTime, responseTime: metadata.responseTime)
+        response.headerFields = metadata.headerFields
+        response.varyingRequestFields = metadata.varyingRequestFields
+        response.credentialDigest = metadata.credentialDigest
+        return response
+    }
+
+    /// The file name of the entry for `key`: a 64-bit FNV-1a hash in hex. The key is
+    /// stored inside the file, so a hash collision only causes a miss.
+    /// - Parameter key: The cache key.
+    /// - Returns: A name such as `cbf29ce484222325.httpcache`.
+    static func fileName(for key: String) -> String {
+        let hex = String(fnv1a64(key.utf8), radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex + "." + fileExtension
+    }
+
+    /// Whether a directory entry is an entry file of ours (16 hex digits + extension).
+    /// - Parameter name: A file name found in the cache directory.
+    /// - Returns: True for names `fileName(for:)` can produce.
+    static func isEntryFileName(_ name: String) -> Bool {
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[1] == fileExtension, parts[0].utf8.count == 16 else { return false }
+        return parts[0].utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
+    /// The 64-bit FNV-1a hash (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
+    /// - Parameter bytes: The bytes to hash.
+    /// - Returns: The hash value.
+    static func fnv1a64(_ bytes: some Sequence<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+#if canImport(FoundationNetworking)
+// URLRequest lives in FoundationNetworking on Linux.
+import FoundationNetworking
+#endif
+
+/// How the cache reads a `URLRequest`.
+extension HTTPCache {
+    /// The cache key of a URL: `"GET " + absoluteString` without the fragment, which is
+    /// never sent to the server and so cannot change the response (§2).
+    /// - Parameter url: The request URL.
+    /// - Returns: The key, e.g. `GET https://example.com/a?b=1`.
+    static func cacheKey(for url: URL) -> String {
+        let absolute = url.absoluteString
+        let withoutFragment = absolute.firstIndex(of: "#").map { String(absolute[..<$0]) } ?? absolute
+        return "GET " + withoutFragment
+    }
+
+    /// The request method, uppercased, "GET" when unset or empty. Uppercasing is lenient
+    /// (methods are case-sensitive, RFC 9110 §9.1) but matches how the transport sends
+    /// them and keeps a lowercase "post" from slipping past invalidation.
+    /// - Parameter request: The request.
+    /// - Returns: The method.
+    static func method(of request: URLRequest) -> String {
+        let method = (request.httpMethod ?? "").trimmingCharacters(in: .whitespaces).uppercased()
+        return method.isEmpty ? "GET" : method
+    }
+
+    /// The request's header fields as a list, sorted by lowercased name so the result
+    /// does not depend on dictionary order (names compare case-insensitively anyway).
+    /// - Parameter request: The request.
+    /// - Returns: The header fields.
+    static func headerFields(of request: URLRequest) -> [(name: String, value: String)] {
+        (request.allHTTPHeaderFields ?? [:])
+            .map { (name: $0.key, value: $0.value) }
+            .sorted { $0.name.lowercased() < $1.name.lowercased() }
+    }
+
+    /// Maps Foundation's cache policy onto the cache's (see `CacheRequestPolicy`).
+    /// - Parameter policy: The request's `cachePolicy`.
+    /// - Returns: The policy, and whether every stored response must be validated first
+    ///   (`.reloadRevalidatingCacheData`, handled as a request `no-cache`, §5.2.1.4).
+    static func requestPolicy(for policy: URLRequest.CachePolicy) -> (CacheRequestPolicy, forcesValidation: Bool) {
+        switch policy {
+        case .useProtocolCachePolicy: return (.useProtocol, false)
+        case .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData: return (.reloadIgnoringCache, false)
+        case .returnCacheDataElseLoad: return (.returnCacheDataElseLoad, false)
+        case .returnCacheDataDontLoad: return (.returnCacheDataDontLoad, false)
+        case .reloadRevalidatingCacheData: return (.useProtocol, true)
+        @unknown default: return (.useProtocol, false)
+        }
+    }
+}

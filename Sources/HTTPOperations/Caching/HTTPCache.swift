@@ -1,0 +1,196 @@
+import Foundation
+#if canImport(FoundationNetworking)
+// URLRequest lives in FoundationNetworking on Linux.
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// A private HTTP cache (RFC 9111) for GET responses, kept in memory and optionally on
+/// disk.
+///
+/// Caching is off by default on the manager: assign an `HTTPCache` to
+/// ``HTTPRequestOperationManager/cache`` (or ``URLConnectionOperation/cache``) to enable
+/// it. The memory tier is bounded by `memoryCapacity` bytes; the disk tier needs both a
+/// `directory` and a positive `diskCapacity`, and survives restarts. Being private, it
+/// stores responses marked `private` and responses to requests with `Authorization`, which
+/// shared caches must not (§3.5); but a response stored for one credential is never the
+/// answer for a request with another or none, and only a digest of the credential is kept.
+/// The request's `cachePolicy` says how it is used; Docs/Caching.md has the rules.
+///
+/// Thread-safety: the statistics are one struct behind one `Mutex`; the entries live in
+/// an `HTTPCacheStorage`, which has its own lock. All methods may be called from any
+/// thread; disk I/O runs on the calling thread.
+public final class HTTPCache: Sendable {
+    /// Counters of what the cache did since it was created.
+    public struct Statistics: Sendable, Equatable {
+        /// Requests answered with a fresh stored response.
+        public var hits: Int
+        /// Requests answered with a stale stored response (allowed by `max-stale` or by
+        /// `.returnCacheDataElseLoad` / `.returnCacheDataDontLoad`).
+        public var staleHits: Int
+        /// 304 (Not Modified) responses merged into a stored response.
+        public var revalidations: Int
+        /// Plans without a usable stored response: `.network(storeResponse: true)`
+        /// (including `.reloadIgnoringCache`) and `.unavailable`. Requests that bypass
+        /// the cache (non-GET, Range, the user's own conditionals) are not counted.
+        public var misses: Int
+        /// Responses stored.
+        public var stores: Int
+        /// Stored responses removed because an unsafe request changed their URI (§4.4).
+        public var invalidations: Int
+
+        /// Creates statistics with the given counts (all zero by default).
+        public init(hits: Int = 0, staleHits: Int = 0, revalidations: Int = 0, misses: Int = 0, stores: Int = 0, invalidations: Int = 0) {
+            self.hits = hits
+            self.staleHits = staleHits
+            self.revalidations = revalidations
+            self.misses = misses
+            self.stores = stores
+            self.invalidations = invalidations
+        }
+    }
+
+    /// Where the entries live.
+    let storage: HTTPCacheStorage
+    /// See the thread-safety note.
+    private let counters = Mutex(Statistics())
+
+    /// Creates a cache.
+    /// - Parameters:
+    ///   - memoryCapacity: The memory tier's bound in bytes (default 4 MiB; 0 disables it).
+    ///   - diskCapacity: The disk tier's bound in bytes (default 0: no disk tier).
+    ///   - directory: Where the disk tier keeps its files; created with mode 0700 if
+    ///     missing. Required for a disk tier.
+    /// - Throws: When the directory cannot be created or listed.
+    public init(memoryCapacity: Int = 4 << 20, diskCapacity: Int = 0, directory: URL? = nil) throws {
+        storage = try HTTPCacheStorage(memoryCapacity: memoryCapacity, diskCapacity: diskCapacity, directory: directory)
+    }
+
+    /// A snapshot of the counters.
+    public var statistics: Statistics { counters.withLock { $0 } }
+
+    /// Removes every stored response (files in the directory that are not the cache's
+    /// own are left alone).
+    public func removeAllCachedResponses() {
+        storage.removeAll()
+    }
+
+    /// Removes the stored response for a URL.
+    /// - Parameter url: The URL whose GET response should be forgotten.
+    public func removeCachedResponse(for url: URL) {
+        storage.remove(key: Self.cacheKey(for: url))
+    }
+
+    /// Decides how to satisfy a request, loading the stored response it may use.
+    /// - Parameters:
+    ///   - request: The request about to be sent.
+    ///   - now: The current time.
+    /// - Returns: The plan; hits and misses are counted here.
+    func plan(for request: URLRequest, now: Date = Date()) -> CachePlan {
+        let method = Self.method(of: request)
+        var fields = Self.headerFields(of: request)
+        let (policy, forcesValidation) = Self.requestPolicy(for: request.cachePolicy)
+        guard let url = request.url else {
+            return policy == .returnCacheDataDontLoad ? .unavailable : .network(storeResponse: false)
+        }
+        if forcesValidation {
+            fields.append((name: "Cache-Control", value: "no-cache"))
+        }
+        let key = Self.cacheKey(for: url)
+        // Only a GET can use a stored response; skip the (possibly disk) lookup otherwise.
+        let stored = method == "GET" && policy != .reloadIgnoringCache ? storage.load(key: key) : nil
+        let plan = HTTPCachePolicy.plan(
+            method: method, url: key, requestFields: fields, policy: policy, stored: stored, now: now)
+        counters.withLock { counters in
+            switch plan {
+            case .answer(_, stale: false): counters.hits += 1
+            case .answer(_, stale: true): counters.staleHits += 1
+            case .network(storeResponse: true), .unavailable: counters.misses += 1
+            case .network(storeResponse: false), .revalidate: break
+            }
+        }
+        return plan
+    }
+
+    /// Updates the cache after a transfer finished.
+    ///
+    /// - A 304 to a `.revalidate` plan is merged into the stored response (§4.3.4),
+    ///   which is stored again and returned for the caller to answer with. If the 304's
+    ///   ETag contradicts the stored one, the entry is dropped and nil is returned.
+    /// - A 304 to any other plan (the user's own conditional request) returns nil and
+    ///   stores nothing.
+    /// - An unsafe method with a 2xx/3xx status removes the URI's entry (§4.4).
+    /// - Otherwise a storable response (§3) with a body, under a `.network(storeResponse:
+    ///   true)` or `.revalidate` plan, is stored, replacing the old entry; returns nil.
+    /// - Parameters:
+    ///   - request: The request as the user made it (without the cache's conditionals).
+    ///   - plan: The plan `plan(for:)` returned for it.
+    ///   - status: The response status code.
+    ///   - fields: The response header fields, in received order.
+    ///   - body: The response content, or nil when it was not kept in memory.
+    ///   - requestTime: When the request was sent.
+    ///   - responseTime: When the response arrived.
+    /// - Returns: The merged stored response to answer with, or nil.
+    func responseArrived(
+        for request: URLRequest, plan: CachePlan, status: Int,
+        fields: [(name: String, value: String)], body: Data?,
+        requestTime: Date, responseTime: Date
+    ) -> CachedResponse? {
+        guard let url = request.url else { return nil }
+        let method = Self.method(of: request)
+        let key = Self.cacheKey(for: url)
+        if HTTPCachePolicy.invalidates(method: method, status: status) {
+            storage.remove(key: key)
+            counters.withLock { $0.invalidations += 1 }
+            return nil
+        }
+        let requestFields = Self.headerFields(of: request)
+        if status == 304 {
+            guard case .revalidate(let stored, _) = plan else { return nil }
+            return mergeNotModified(stored: stored, fields: fields, requestFields: requestFields,
+                                    requestTime: requestTime, responseTime: responseTime)
+        }
+        let mayStore: Bool
+        switch plan {
+        case .network(let storeResponse): mayStore = storeResponse
+        case .revalidate: mayStore = true
+        case .answer, .unavailable: mayStore = false
+        }
+        guard mayStore, let body,
+              HTTPCachePolicy.canStore(method: method, requestFields: requestFields, status: status, responseFields: fields)
+        else { return nil }
+        storage.store(CachedResponse(
+            key: key, url: url.absoluteString, status: status, responseFields: fields, body: body,
+            requestFields: requestFields, requestTime: requestTime, responseTime: responseTime))
+        counters.withLock { $0.stores += 1 }
+        return nil
+    }
+
+    /// Freshens a stored response with a 304 and stores the result (§4.3.4).
+    /// - Parameters:
+    ///   - stored: The response that was validated.
+    ///   - fields: The 304's header fields.
+    ///   - requestFields: The user's request fields.
+    ///   - requestTime: When the conditional request was sent.
+    ///   - responseTime: When the 304 arrived.
+    /// - Returns: The merged response, or nil when the 304 is for another representation.
+    private func mergeNotModified(
+        stored: CachedResponse, fields: [(name: String, value: String)],
+        requestFields: [(name: String, value: String)], requestTime: Date, responseTime: Date
+    ) -> CachedResponse? {
+        guard HTTPCachePolicy.notModifiedMatches(stored: stored, notModifiedFields: fields) else {
+            storage.remove(key: stored.key)
+            return nil
+        }
+        let merged = HTTPCachePolicy.merge(
+            stored: stored, notModifiedFields: fields, requestTime: requestTime, responseTime: responseTime)
+        // The 304 may have added no-store (or Vary: *): then the entry must go (§3).
+        if HTTPCachePolicy.canStore(method: "GET", requestFields: requestFields, status: merged.status, responseFields: merged.fieldList) {
+            storage.store(merged)
+        } else {
+            storage.remove(key: merged.key)
+        }
+        counters.withLock { $0.revalidations += 1 }
+        return merged
+    }
+}

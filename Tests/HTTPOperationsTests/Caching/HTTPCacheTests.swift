@@ -1,0 +1,179 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import HTTPOperations
+
+extension AllTests {
+    @Suite struct HTTPCacheTests {
+        static let url = URL(string: "https://example.com/a?b=1#section")!
+
+        static func request(_ method: String? = nil, fields: [String: String] = [:], policy: URLRequest.CachePolicy = .useProtocolCachePolicy) -> URLRequest {
+            var request = URLRequest(url: url, cachePolicy: policy)
+            request.httpMethod = method
+            for (name, value) in fields { request.setValue(value, forHTTPHeaderField: name) }
+            return request
+        }
+
+        /// Runs one exchange: plan, then (if the plan loads) a response.
+        @discardableResult
+        static func exchange(
+            _ cache: HTTPCache, _ request: URLRequest, now: TimeInterval,
+            status: Int = 200, fields: [(name: String, value: String)], body: String? = "body"
+        ) -> (plan: CachePlan, merged: CachedResponse?) {
+            let plan = cache.plan(for: request, now: cacheTime(now))
+            switch plan {
+            case .answer, .unavailable: return (plan, nil)
+            case .network, .revalidate:
+                let merged = cache.responseArrived(
+                    for: request, plan: plan, status: status, fields: fields, body: body.map { Data($0.utf8) },
+                    requestTime: cacheTime(now), responseTime: cacheTime(now))
+                return (plan, merged)
+            }
+        }
+
+        @Test func keyDropsFragment() {
+            #expect(HTTPCache.cacheKey(for: Self.url) == "GET https://example.com/a?b=1")
+        }
+
+        @Test func methodDefaultsToGET() {
+            var request = Self.request()
+            request.httpMethod = nil
+            #expect(HTTPCache.method(of: request) == "GET")
+            #expect(HTTPCache.method(of: Self.request("post")) == "POST")
+        }
+
+        @Test func storesThenAnswersFresh() throws {
+            let cache = try HTTPCache()
+            let fields = [(name: "Date", value: cacheHTTPDate(0)), (name: "Cache-Control", value: "max-age=60")]
+            #expect(Self.exchange(cache, Self.request(), now: 0, fields: fields).plan.kind == .network(store: true))
+            guard case .answer(let response, stale: false) = cache.plan(for: Self.request(), now: cacheTime(30)) else {
+                Issue.record("expected a fresh answer")
+                return
+            }
+            #expect(response.body == Data("body".utf8))
+            #expect(response.key == "GET https://example.com/a?b=1")
+            #expect(cache.statistics == HTTPCache.Statistics(hits: 1, misses: 1, stores: 1))
+        }
+
+        @Test func revalidatesAndMergesNotModified() throws {
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(), now: 0,
+                          fields: [("Date", cacheHTTPDate(0)), ("Cache-Control", "max-age=60"), ("ETag", "\"v1\""), ("Content-Length", "4")])
+            let (plan, merged) = Self.exchange(cache, Self.request(), now: 100, status: 304,
+                                               fields: [("Date", cacheHTTPDate(100)), ("Content-Length", "0"), ("Cache-Control", "max-age=600")], body: nil)
+            #expect(plan.conditionalPairs == [["If-None-Match", "\"v1\""]])
+            #expect(merged?.body == Data("body".utf8))
+            #expect(merged?.value(of: "content-length") == "4")
+            #expect(merged?.value(of: "Cache-Control") == "max-age=600")
+            #expect(cache.plan(for: Self.request(), now: cacheTime(200)).kind == .answer(stale: false))
+            #expect(cache.statistics == HTTPCache.Statistics(hits: 1, revalidations: 1, misses: 1, stores: 1))
+        }
+
+        @Test func fullResponseToRevalidationReplacesEntry() throws {
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(), now: 0, fields: [("Cache-Control", "max-age=60"), ("ETag", "\"v1\"")])
+            Self.exchange(cache, Self.request(), now: 100, fields: [("Cache-Control", "max-age=60"), ("ETag", "\"v2\"")], body: "new")
+            guard case .answer(let response, _) = cache.plan(for: Self.request(), now: cacheTime(110)) else {
+                Issue.record("expected an answer")
+                return
+            }
+            #expect(response.etag == "\"v2\"")
+            #expect(response.body == Data("new".utf8))
+        }
+
+        @Test func notModifiedWithOtherETagDropsEntry() throws {
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(), now: 0, fields: [("Cache-Control", "max-age=60"), ("ETag", "\"v1\"")])
+            let (_, merged) = Self.exchange(cache, Self.request(), now: 100, status: 304, fields: [("ETag", "\"v9\"")], body: nil)
+            #expect(merged == nil)
+            #expect(cache.plan(for: Self.request(), now: cacheTime(101)).kind == .network(store: true))
+        }
+
+        @Test func notModifiedToUsersOwnConditionalIsIgnored() throws {
+            let cache = try HTTPCache()
+            let request = Self.request(fields: ["If-None-Match": "\"v1\""])
+            let (plan, merged) = Self.exchange(cache, request, now: 0, status: 304, fields: [("ETag", "\"v1\"")], body: nil)
+            #expect(plan.kind == .network(store: false))
+            #expect(merged == nil)
+            #expect(cache.statistics == HTTPCache.Statistics())
+        }
+
+        @Test func usersConditionalResponseIsNotStored() throws {
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(fields: ["if-modified-since": cacheHTTPDate(-10)]), now: 0, fields: [("Cache-Control", "max-age=60")])
+            #expect(cache.plan(for: Self.request(), now: cacheTime(1)).kind == .network(store: true))
+            #expect(cache.statistics.stores == 0)
+        }
+
+        @Test func unsafeMethodInvalidates() throws {
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(), now: 0, fields: [("Cache-Control", "max-age=60")])
+            Self.exchange(cache, Self.request("post"), now: 1, status: 500, fields: [])
+            #expect(cache.plan(for: Self.request(), now: cacheTime(2)).kind == .answer(stale: false))
+            Self.exchange(cache, Self.request("POST"), now: 3, status: 201, fields: [])
+            #expect(cache.plan(for: Self.request(), now: cacheTime(4)).kind == .network(store: true))
+            #expect(cache.statistics.invalidations == 1)
+        }
+
+        @Test func headerNamesAreCaseInsensitive() throws {
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(), now: 0, fields: [("cache-control", "max-age=60"), ("etag", "\"v1\"")])
+            let plan = cache.plan(for: Self.request(fields: ["CACHE-CONTROL": "NO-CACHE"]), now: cacheTime(1))
+            #expect(plan.conditionalPairs == [["If-None-Match", "\"v1\""]])
+        }
+
+        @Test(arguments: [
+            (URLRequest.CachePolicy.useProtocolCachePolicy, CachePlanKind.answer(stale: false)),
+            (.reloadIgnoringLocalCacheData, .network(store: true)),
+            (.reloadIgnoringLocalAndRemoteCacheData, .network(store: true)),
+            (.reloadRevalidatingCacheData, .revalidate),
+            (.returnCacheDataElseLoad, .answer(stale: false)),
+            (.returnCacheDataDontLoad, .answer(stale: false)),
+        ])
+        func foundationPoliciesOnAFreshEntry(policy: URLRequest.CachePolicy, expected: CachePlanKind) throws {
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(), now: 0, fields: [("Cache-Control", "max-age=60"), ("ETag", "\"v1\"")])
+            #expect(cache.plan(for: Self.request(policy: policy), now: cacheTime(1)).kind == expected)
+        }
+
+        @Test func dontLoadWithNothingStoredIsUnavailable() throws {
+            let cache = try HTTPCache()
+            #expect(cache.plan(for: Self.request(policy: .returnCacheDataDontLoad), now: cacheEpoch).kind == .unavailable)
+            #expect(cache.statistics.misses == 1)
+        }
+
+        @Test func staleAnswersAreCounted() throws {
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(), now: 0, fields: [("Cache-Control", "max-age=60")])
+            #expect(cache.plan(for: Self.request(policy: .returnCacheDataElseLoad), now: cacheTime(100)).kind == .answer(stale: true))
+            #expect(cache.statistics.staleHits == 1)
+        }
+
+        @Test func bodyNilIsNotStored() throws {
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(), now: 0, fields: [("Cache-Control", "max-age=60")], body: nil)
+            #expect(cache.statistics.stores == 0)
+        }
+
+        @Test func removeCachedResponseForURL() throws {
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(), now: 0, fields: [("Cache-Control", "max-age=60")])
+            cache.removeCachedResponse(for: URL(string: "https://example.com/a?b=1")!)
+            #expect(cache.plan(for: Self.request(), now: cacheTime(1)).kind == .network(store: true))
+            Self.exchange(cache, Self.request(), now: 2, fields: [("Cache-Control", "max-age=60")])
+            cache.removeAllCachedResponses()
+            #expect(cache.plan(for: Self.request(), now: cacheTime(3)).kind == .network(store: true))
+        }
+
+        @Test func diskBackedCacheSurvivesRestart() throws {
+            let directory = makeCacheDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let first = try HTTPCache(diskCapacity: 1 << 20, directory: directory)
+            Self.exchange(first, Self.request(), now: 0, fields: [("Cache-Control", "max-age=60")])
+            let second = try HTTPCache(diskCapacity: 1 << 20, directory: directory)
+            #expect(second.plan(for: Self.request(), now: cacheTime(1)).kind == .answer(stale: false))
+        }
+    }
+}
