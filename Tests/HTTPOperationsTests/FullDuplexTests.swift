@@ -12,6 +12,13 @@ extension AllTests {
     /// 307, declared lengths held to, and a seeded campaign whose oracle is "the echo is
     /// exactly what was written, or the request failed with a typed error".
     @Suite struct FullDuplex {
+        /// The CPU time the process has used, in seconds.
+        static func processCPUTime() throws -> Double {
+            var time = timespec()
+            guard clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time) == 0 else { throw POSIXError(.EINVAL) }
+            return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+        }
+
         /// Answers the head and then never reads again: the upload fills the socket buffers.
         static let deafServer = faultServer { _ in
             [.send(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)), .stopReading]
@@ -190,6 +197,37 @@ extension AllTests {
             print("aWriterWaitsForAServerThatStoppedReading: \(total >> 10) KiB written before the writer waited")
             #expect(total > 0)
             #expect(total < 16 << 20, "\(total) bytes written to a server that reads nothing")
+        }
+
+        /// A writer waiting for room suspends: found by review, a write that did not fit while
+        /// the queue was partly full woke itself at once, again and again (a core spun for as
+        /// long as the server did not read). Writes of 100,000 bytes never fit exactly.
+        @Test func aWaitingWriterDoesNotSpin() async throws {
+            let written = Atomic<Int>(0)
+            let chunk = Data(repeating: 0x5A, count: 100_000)
+            let body = HTTPRequestBody.restartable { writer in
+                for _ in 0..<4096 {
+                    try await writer.write(chunk)
+                    written.add(chunk.count, ordering: .relaxed)
+                }
+                return nil
+            }
+            let manager = HTTPRequestOperationManager()
+            let operation = try manager.httpRequestOperation(for: HTTPRequest(method: .post, url: Self.deafServer.baseURL), body: body)
+            manager.enqueue(operation)
+            var last = -1
+            for _ in 0..<40 where last != written.load(ordering: .relaxed) {
+                last = written.load(ordering: .relaxed)
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            // The writer waits now: over one second, the process should do next to nothing.
+            let before = try Self.processCPUTime()
+            try await Task.sleep(for: .seconds(1))
+            let spent = try Self.processCPUTime() - before
+            operation.cancel()
+            try await waitUntilFinished(operation)
+            print("aWaitingWriterDoesNotSpin: \(written.load(ordering: .relaxed) >> 10) KiB written, then \(spent) s of CPU in 1 s of waiting")
+            #expect(spent < 0.3, "the waiting writer used \(spent) s of CPU in 1 s")
         }
 
         /// A request that ends early (its handler returned with the response unread) ends its

@@ -78,7 +78,9 @@ struct CacheControl: Equatable, Sendable {
             value = nil
         }
         switch name {
-        case "max-age": maxAge = maxAge ?? value.flatMap(Self.deltaSeconds)
+        // §1.2.2: an invalid max-age makes the response stale, rather than letting a
+        // heuristic (or nothing) decide.
+        case "max-age": maxAge = maxAge ?? value.flatMap(Self.deltaSeconds) ?? 0
         case "s-maxage": sharedMaxAge = sharedMaxAge ?? value.flatMap(Self.deltaSeconds)
         case "min-fresh": minFresh = minFresh ?? value.flatMap(Self.deltaSeconds)
         case "max-stale":

@@ -16,7 +16,9 @@ struct CachedResponse: Codable, Sendable, Equatable {
     struct VaryingField: Codable, Sendable, Equatable {
         /// The lowercased field name from `Vary`.
         var name: String
-        /// The normalized request value, or nil when the request had no such field.
+        /// The hex SHA-256 of the normalized request value, or nil when the request had no
+        /// such field: `Vary: Authorization` or `Vary: Cookie` must not write a credential
+        /// into the cache's files.
         var value: String?
     }
 
@@ -70,7 +72,7 @@ struct CachedResponse: Codable, Sendable, Equatable {
         self.varyingRequestFields = HeaderFieldList.listElements(named: "Vary", in: responseFields)
             .map { $0.lowercased() }
             .filter { seen.insert($0).inserted }
-            .map { VaryingField(name: $0, value: Self.normalizedValue(of: $0, in: requestFields)) }
+            .map { VaryingField(name: $0, value: Self.selectingValue(of: $0, in: requestFields)) }
         self.credentialDigest = Self.credentialDigest(of: requestFields)
     }
 
@@ -78,8 +80,18 @@ struct CachedResponse: Codable, Sendable, Equatable {
     /// - Parameter requestFields: The request's header fields.
     /// - Returns: The digest that ``credentialDigest`` is compared with.
     static func credentialDigest(of requestFields: [(name: String, value: String)]) -> String? {
-        guard let credential = HeaderFieldList.combinedValue(named: "Authorization", in: requestFields) else { return nil }
-        return SHA256.hash(data: Data(credential.utf8)).map { String(format: "%02x", $0) }.joined()
+        HeaderFieldList.combinedValue(named: "Authorization", in: requestFields).map(digest)
+    }
+
+    /// What a stored response keeps of a request field its `Vary` names: the digest of its
+    /// normalized value (see ``VaryingField/value``).
+    static func selectingValue(of name: String, in fields: [(name: String, value: String)]) -> String? {
+        normalizedValue(of: name, in: fields).map(digest)
+    }
+
+    /// The hex SHA-256 of `text`.
+    static func digest(_ text: String) -> String {
+        SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
     /// The header fields as the tuple list the policy functions take.
@@ -117,12 +129,12 @@ struct CachedResponse: Codable, Sendable, Equatable {
     /// - Returns: True when the stored response may be used for that request.
     func matchesVary(requestFields: [(name: String, value: String)]) -> Bool {
         Self.credentialDigest(of: requestFields) == credentialDigest
-            && varyingRequestFields.allSatisfy { Self.normalizedValue(of: $0.name, in: requestFields) == $0.value }
+            && varyingRequestFields.allSatisfy { Self.selectingValue(of: $0.name, in: requestFields) == $0.value }
     }
 
     /// A request field's value normalized for `Vary` comparison (§4.1): repeated lines
-    /// combined with ", ", the result trimmed, and whitespace around list commas removed
-    /// outside quoted strings, since none of these changes the field's meaning.
+    /// combined, list elements trimmed and joined with ", " (commas inside quoted strings
+    /// kept), since none of these changes the field's meaning.
     /// - Parameters:
     ///   - name: The field name, in any case.
     ///   - fields: The request's header fields.
@@ -130,34 +142,6 @@ struct CachedResponse: Codable, Sendable, Equatable {
     static func normalizedValue(of name: String, in fields: [(name: String, value: String)]) -> String? {
         let lines = HeaderFieldList.values(named: name, in: fields)
         guard !lines.isEmpty else { return nil }
-        return collapseWhitespaceAroundCommas(lines.joined(separator: ","))
-    }
-
-    /// Rewrites `a ,  b,c` as `a, b, c`, leaving quoted strings untouched.
-    /// - Parameter text: A combined field value.
-    /// - Returns: The value with every unquoted comma followed by exactly one space.
-    private static func collapseWhitespaceAroundCommas(_ text: String) -> String {
-        var result = ""
-        var insideQuotes = false
-        var escaped = false
-        var skippingWhitespace = false
-        for character in text.trimmingCharacters(in: .whitespaces) {
-            if !insideQuotes && skippingWhitespace && (character == " " || character == "\t") { continue }
-            skippingWhitespace = false
-            if escaped {
-                escaped = false
-            } else if insideQuotes && character == "\\" {
-                escaped = true
-            } else if character == "\"" {
-                insideQuotes.toggle()
-            } else if character == "," && !insideQuotes {
-                while let last = result.last, last == " " || last == "\t" { result.removeLast() }
-                result.append(", ")
-                skippingWhitespace = true
-                continue
-            }
-            result.append(character)
-        }
-        return result
+        return HeaderFieldList.splitList(lines.joined(separator: ",")).joined(separator: ", ")
     }
 }

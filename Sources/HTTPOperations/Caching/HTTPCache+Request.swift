@@ -6,14 +6,23 @@ import FoundationNetworking
 
 /// How the cache reads a `URLRequest`.
 extension HTTPCache {
-    /// The cache key of a URL: `"GET " + absoluteString` without the fragment, which is
-    /// never sent to the server and so cannot change the response (§2).
+    /// The cache key of a URL: `"GET "` and the URL as ``storedURL(_:)`` writes it.
     /// - Parameter url: The request URL.
     /// - Returns: The key, e.g. `GET https://example.com/a?b=1`.
     static func cacheKey(for url: URL) -> String {
-        let absolute = url.absoluteString
-        let withoutFragment = absolute.firstIndex(of: "#").map { String(absolute[..<$0]) } ?? absolute
-        return "GET " + withoutFragment
+        "GET " + storedURL(url)
+    }
+
+    /// The URL as the cache keeps it: without the fragment, which is never sent and so
+    /// cannot change the response (§2), and without a `user:password@`, which is a
+    /// credential (the operation stands it in as `Authorization`, kept as a digest).
+    static func storedURL(_ url: URL) -> String {
+        guard url.user != nil || url.password != nil || url.fragment != nil,
+              var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url.absoluteString }
+        components.user = nil
+        components.password = nil
+        components.fragment = nil
+        return components.url?.absoluteString ?? url.absoluteString
     }
 
     /// The request method, uppercased, "GET" when unset or empty. Uppercasing is lenient

@@ -160,7 +160,7 @@ public final class HTTPCache: Sendable {
               HTTPCachePolicy.canStore(method: method, requestFields: requestFields, status: status, responseFields: fields)
         else { return nil }
         storage.store(CachedResponse(
-            key: key, url: url.absoluteString, status: status, responseFields: fields, body: body,
+            key: key, url: Self.storedURL(url), status: status, responseFields: fields, body: body,
             requestFields: requestFields, requestTime: requestTime, responseTime: responseTime))
         counters.withLock { $0.stores += 1 }
         return nil

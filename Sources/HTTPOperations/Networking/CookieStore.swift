@@ -24,6 +24,9 @@ public final class CookieStore: Sendable {
     /// The thread that runs the store's own work: the process's network thread, which also
     /// runs every transfer that uses the store (tests give one they can stop).
     private let thread: NetworkThread
+    /// Unique to this store, for as long as the process runs: what an ``HTTPCache`` matches
+    /// `Vary: Cookie` on (an object's address may be reused by the next store).
+    let identity = UUID()
 
     /// A store, empty or loaded from `file` when it exists.
     public convenience init(persistingTo file: URL? = nil) {

@@ -447,7 +447,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             return
         }
         // A body that could not be read is the real failure; curl only saw its callback abort.
-        let failure = error.map { transfer.bodyReadFailure ?? URLError($0, url: request.url) }
+        // Without an error too: a written body whose writer failed (threw, or wrote past its
+        // declared length) after curl had taken every declared byte is no success.
+        let failure = error.map { transfer.bodyReadFailure ?? URLError($0, url: request.url) } ?? transfer.bodyReadFailure
         let (action, held, next) = withMachine { machine in
             (machine.transferCompleted(error: failure), machine.held, machine.attempt.number)
         }

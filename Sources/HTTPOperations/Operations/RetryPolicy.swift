@@ -93,11 +93,7 @@ public struct RetryPolicy: Sendable, Equatable {
     static func retryAfter(_ value: String, now: Date = Date()) -> TimeInterval? {
         let text = value.trimmingCharacters(in: .whitespaces)
         if let seconds = Int(text), seconds >= 0 { return TimeInterval(seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: text).map { max(0, $0.timeIntervalSince(now)) }
+        return HTTPDate.parse(text).map { max(0, $0.timeIntervalSince(now)) }
     }
 
     /// Methods that may be sent again without changing anything on the server (RFC 9110 §9.2.2).

@@ -42,11 +42,9 @@ extension URLConnectionOperation {
     ///   refused because the request may not load and nothing usable is stored). Otherwise
     ///   `request` carries the validators of a revalidation, if any, and the exchange is kept
     ///   for the answer.
-    func consultCache(_ cache: HTTPCache, request: inout URLRequest, credential: URLCredential?, bodyInMemory: Bool) -> Bool {
-        let view = Self.cacheView(of: request, credential: credential)
-        // Only a body collected in memory can be stored or served: a file or a stream
-        // consumer gets bytes the cache never holds. Such a request still invalidates.
-        let plan: CachePlan = bodyInMemory ? cache.plan(for: view)
+    func consultCache(_ cache: HTTPCache, request: inout URLRequest, settings: Settings) -> Bool {
+        let view = Self.cacheView(of: request, settings: settings)
+        let plan: CachePlan = Self.canUseCache(settings) ? cache.plan(for: view)
             : (request.cachePolicy == .returnCacheDataDontLoad ? .unavailable : .network(storeResponse: false))
         var exchange = CacheExchange(cache: cache, request: view, plan: plan, requestTime: Date(), result: nil)
         switch plan {
@@ -81,9 +79,26 @@ extension URLConnectionOperation {
         return false
     }
 
+    /// Whether the cache may serve or store this operation's answer. Not when the body goes
+    /// to a file or a stream consumer (the cache never holds those bytes); not when a
+    /// challenge block may supply a credential the cache cannot know of when it is asked;
+    /// not when the body must pass an integrity check (`expectedSHA256`, `expectedLength`),
+    /// which an answer from the cache would skip. Such a request still invalidates.
+    static func canUseCache(_ settings: Settings) -> Bool {
+        settings.download.destination == nil && settings.bodyChannel == nil && settings.outputStream.value == nil
+            && settings.challengeBlock == nil
+            && settings.download.expectedSHA256 == nil && settings.download.expectedLength == nil
+    }
+
     /// Tells the cache of the answer: stores it, merges a 304 into the stored response (which
     /// then becomes the operation's response and body), or invalidates after an unsafe
     /// method. On the callback queue, before `processResponse()`.
+    ///
+    /// An answer that came from another URL (a redirect was followed) is not stored under the
+    /// request's: the redirect itself may change. A 304 the cache cannot use (from a redirect
+    /// target, or naming another version than the stored one) fails the operation with
+    /// `URLError(.badServerResponse)`: it answers a condition the caller never set, and the
+    /// stored response is dropped, so sending the request again loads it.
     func cacheAnswerArrived() {
         let (exchange, head, data, failed) = state.withLock { state in
             (state.cacheExchange, state.responseHead, state.responseData, state.error != nil || state.cancelRequested)
@@ -91,9 +106,19 @@ extension URLConnectionOperation {
         guard let exchange, !failed, let (head, url) = head else { return }
         // An answer the cache gave needs no storing.
         if case .answer = exchange.plan { return }
-        let merged = exchange.cache.responseArrived(for: exchange.request, plan: exchange.plan, status: head.statusCode,
+        let redirected = exchange.request.url.map(HTTPCache.storedURL) != HTTPCache.storedURL(url)
+        let plan = redirected ? .network(storeResponse: false) : exchange.plan
+        let merged = exchange.cache.responseArrived(for: exchange.request, plan: plan, status: head.statusCode,
                                                     fields: head.fields, body: data, requestTime: exchange.requestTime,
                                                     responseTime: Date())
+        if merged == nil, head.statusCode == 304, case .revalidate(let stored, _) = exchange.plan {
+            exchange.cache.removeCachedResponse(for: exchange.request.url ?? url)
+            let error = URLError(.badServerResponse, url: url, description: "The server answered the cache's revalidation of \(stored.url) with a 304 "
+                                 + (redirected ? "from \(HTTPCache.storedURL(url)) after a redirect" : "naming another version than the one stored")
+                                 + "; the stored response was dropped, so sending the request again loads it.")
+            state.withLock { $0.error = error }
+            return
+        }
         guard let merged else { return }
         let answer = Self.head(answering: merged, at: Date())
         state.withLock { state in
@@ -115,13 +140,26 @@ extension URLConnectionOperation {
         return ResponseHead(statusCode: stored.status, httpVersion: "HTTP/1.1", fields: fields)
     }
 
-    /// `request` as the cache sees it: an operation's credential (sent by curl, not as a
-    /// field of the request) stands in as `Authorization`, so a response stored for one
-    /// credential is never the answer for another.
-    static func cacheView(of request: URLRequest, credential: URLCredential?) -> URLRequest {
-        guard let credential, let user = credential.user, request.value(forHTTPHeaderField: "Authorization") == nil else { return request }
+    /// `request` as the cache sees it. What curl adds to the request, which the cache would
+    /// not see, stands in as the field it becomes, so that a response stored for one is never
+    /// the answer for another:
+    /// - the operation's credential, or the URL's `user:password@`, as `Authorization` (the
+    ///   cache keeps only its digest);
+    /// - the operation's cookie store as `Cookie`, by its identity in this process: a response
+    ///   that varies on `Cookie` is the answer only for requests with the same store, and
+    ///   never for one after a restart.
+    static func cacheView(of request: URLRequest, settings: Settings) -> URLRequest {
         var view = request
-        view.setValue("credential \(user):\(credential.password ?? "")", forHTTPHeaderField: "Authorization")
+        if request.value(forHTTPHeaderField: "Authorization") == nil {
+            if let credential = settings.credential, let user = credential.user {
+                view.setValue("credential \(user):\(credential.password ?? "")", forHTTPHeaderField: "Authorization")
+            } else if let url = request.url, url.user != nil || url.password != nil {
+                view.setValue("credential \(url.user ?? ""):\(url.password ?? "")", forHTTPHeaderField: "Authorization")
+            }
+        }
+        if let store = settings.cookieStore, request.httpShouldHandleCookies, request.value(forHTTPHeaderField: "Cookie") == nil {
+            view.setValue("cookie store \(store.identity)", forHTTPHeaderField: "Cookie")
+        }
         return view
     }
 }

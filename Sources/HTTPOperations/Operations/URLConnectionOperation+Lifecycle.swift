@@ -32,11 +32,8 @@ extension URLConnectionOperation {
             conclude(response: nil, data: nil, error: cancellationError())
             return
         }
-        if let cache = settings.cache {
-            let bodyInMemory = settings.download.destination == nil && settings.bodyChannel == nil && settings.outputStream.value == nil
-            // Answered from the cache, or refused by its policy: nothing is sent.
-            if consultCache(cache, request: &request, credential: settings.credential, bodyInMemory: bodyInMemory) { return }
-        }
+        // Answered from the cache, or refused by its policy: nothing is sent.
+        if let cache = settings.cache, consultCache(cache, request: &request, settings: settings) { return }
         startSpan(settings: settings, request: &request)
         // Built outside the lock: it works out the first transfer and opens the body's file.
         let connection = Connection(operation: self, settings: consume settings, request: request)

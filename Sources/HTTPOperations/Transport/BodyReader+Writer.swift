@@ -4,20 +4,28 @@ import Foundation
 /// chunks among the ready ones, where curl's read callback takes them as for a stream.
 ///
 /// Backpressure: a write that would put more than ``BodyReader/bytesAhead`` bytes in waiting
-/// suspends (one continuation, `writerWaiting`) until the network thread takes a chunk. A
-/// write into an empty queue is taken whatever its size, so one large write never waits for
-/// room that cannot come.
+/// suspends (one continuation, `writerWaiting`) until the network thread has taken enough for
+/// it (``Shared/writerNeeds``). A write into an empty queue is taken whatever its size, so one
+/// large write never waits for room that cannot come.
 extension BodyReader {
     /// What a send's end leaves to do outside the lock: a writer to wake and a task to cancel.
     struct EndedWriter {
         var waiting: CheckedContinuation<Void, any Error>?
         var task: Task<Void, Never>?
 
-        /// Wakes the writer with `CancellationError` and cancels its task.
+        /// Wakes the writer with `CancellationError` and cancels its task. The cancel is made
+        /// on a global queue: `Task.cancel()` runs the task's cancellation handlers (the
+        /// caller's code) in the calling thread, which may be the network thread.
         func cancel() {
             waiting?.resume(throwing: CancellationError())
-            task?.cancel()
+            if let task { DispatchQueue.global().async { task.cancel() } }
         }
+    }
+
+    /// Whether a write of `count` bytes fits now: into an empty queue always, otherwise
+    /// while at most ``bytesAhead`` bytes would wait. Under the lock.
+    static func writeFits(_ count: Int, _ shared: Shared) -> Bool {
+        shared.readyBytes == 0 || shared.readyBytes + count <= bytesAhead
     }
 
     /// Ends the current send: a newer generation, nothing ready. Under the lock; the caller
@@ -63,7 +71,7 @@ extension BodyReader {
             enum Step { case taken(notify: Bool), full, stale, failed(URLError, notify: Bool) }
             let step = shared.withLock { shared -> Step in
                 guard shared.generation == generation, !shared.atEnd, shared.failure == nil else { return .stale }
-                if shared.readyBytes > 0, shared.readyBytes + bytes.count > Self.bytesAhead { return .full }
+                if !Self.writeFits(bytes.count, shared) { return .full }
                 let total = shared.writtenBytes + Int64(bytes.count)
                 if let length = written?.length, total > length {
                     let failure = URLError(.requestBodyStreamExhausted, url: nil,
@@ -88,13 +96,14 @@ extension BodyReader {
                 if notify { dataAvailable() }
                 throw failure
             case .full:
-                try await waitForRoom(generation: generation)
+                try await waitForRoom(for: bytes.count, generation: generation)
             }
         }
     }
 
-    /// Suspends until curl took a chunk, the send ended, or the task is cancelled.
-    private func waitForRoom(generation: Int) async throws {
+    /// Suspends until curl took enough for a write of `count` bytes to fit, the send ended, or
+    /// the task is cancelled.
+    private func waitForRoom(for count: Int, generation: Int) async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 enum Now { case wait, resume, cancelled }
@@ -102,8 +111,9 @@ extension BodyReader {
                     // Checked under the lock: a cancellation handler that ran before this
                     // found no continuation to resume.
                     if Task.isCancelled || shared.generation != generation { return .cancelled }
-                    if shared.readyBytes < Self.bytesAhead { return .resume }
+                    if Self.writeFits(count, shared) { return .resume }
                     shared.writerWaiting = continuation
+                    shared.writerNeeds = count
                     return .wait
                 }
                 switch now {

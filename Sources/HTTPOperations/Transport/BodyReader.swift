@@ -64,8 +64,10 @@ final class BodyReader: @unchecked Sendable {
         var readyBytes = 0
         /// A written body: the bytes its writer wrote in this generation.
         var writtenBytes: Int64 = 0
-        /// A written body: the writer waiting for room, resumed when curl takes a chunk.
+        /// A written body: the writer waiting for room, resumed when curl took enough for its
+        /// write of ``writerNeeds`` bytes to fit.
         var writerWaiting: CheckedContinuation<Void, any Error>?
+        var writerNeeds = 0
         /// A written body: the task running its closure, cancelled when the send ends.
         var writerTask: Task<Void, Never>?
     }
@@ -130,7 +132,9 @@ final class BodyReader: @unchecked Sendable {
                         current = shared.ready.removeFirst()
                         currentOffset = 0
                         shared.readyBytes -= current.count
-                        if shared.readyBytes < Self.bytesAhead { swap(&roomForWriter, &shared.writerWaiting) }
+                        if shared.writerWaiting != nil, Self.writeFits(shared.writerNeeds, shared) {
+                            swap(&roomForWriter, &shared.writerWaiting)
+                        }
                         scheduleFill(&shared)
                         return nil
                     }

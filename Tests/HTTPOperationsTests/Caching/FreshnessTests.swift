@@ -36,6 +36,11 @@ extension AllTests {
                   fields: [("Date", cacheHTTPDate(0)), ("Last-Modified", cacheHTTPDate(-10_000))], expected: 0),
             .init(testDescription: "Last-Modified in the future", fields: [("Date", cacheHTTPDate(0)), ("Last-Modified", cacheHTTPDate(50))], expected: 0),
             .init(testDescription: "nothing", fields: [("Date", cacheHTTPDate(0))], expected: 0),
+            // Found by review: an invalid max-age fell back to the heuristic (a day here).
+            .init(testDescription: "invalid max-age is stale, not heuristic",
+                  fields: [("Date", cacheHTTPDate(0)), ("Cache-Control", "max-age=abc"), ("Last-Modified", cacheHTTPDate(-30 * 86_400))], expected: 0),
+            .init(testDescription: "negative max-age is stale",
+                  fields: [("Date", cacheHTTPDate(0)), ("Cache-Control", "max-age=-1"), ("Last-Modified", cacheHTTPDate(-30 * 86_400))], expected: 0),
         ]
 
         @Test(arguments: lifetimeCases)

@@ -1,0 +1,167 @@
+import Crypto
+import Foundation
+@testable import HTTPOperations
+import HTTPTestServer
+import HTTPTypes
+import Synchronization
+import Testing
+
+extension AllTests.HTTPCacheOperations {
+    // MARK: - Found by the adversarial review of the cache (each failed before its fix)
+
+    /// A redirected answer is the redirect target's: stored under the request's URL it would
+    /// be the answer for that URL for as long as it is fresh, whatever the redirect says then.
+    @Test func aRedirectedAnswerIsNotStoredUnderTheRequestsURL() async throws {
+        let manager = Self.manager(try HTTPCache())
+        let key = Self.key("redirected")
+        let target = testServer.url(.cacheable(key: key, cacheControl: "max-age=600"))
+        let url = testServer.url(.redirectTo(target.absoluteString, status: 302))
+        let first = try await Self.get(url, on: manager)
+        let second = try await Self.get(url, on: manager)
+        #expect(first.error == nil && second.error == nil)
+        #expect(second.cacheResult != .hit)
+        #expect(testServer.requestCount(forResumableKey: key) == 2)
+        #expect(second.response?.url == first.response?.url)
+    }
+
+    /// A credential the challenge block gives during the exchange is not known when the
+    /// cache is asked: such an operation neither stores nor is answered from the cache.
+    @Test func anAnswerForAChallengeBlocksCredentialIsNotStored() async throws {
+        let manager = Self.manager(try HTTPCache())
+        let url = testServer.url(.basicAuth(user: "alice", password: "pw"))
+        let withAlice = manager.httpRequestOperation(with: URLRequest(url: url), success: nil, failure: nil)
+        withAlice.setAuthenticationChallengeBlock { _, _ in URLCredential(user: "alice", password: "pw", persistence: .none) }
+        manager.enqueue(withAlice)
+        try await waitUntilFinished(withAlice)
+        #expect(withAlice.error == nil, "\(String(describing: withAlice.error))")
+        let anonymous = try await Self.get(url, on: manager, policy: .returnCacheDataElseLoad)
+        #expect(anonymous.response?.statusCode == 401, "Alice's answer was given to an anonymous request: \(Self.body(anonymous))")
+    }
+
+    /// No credential is written to the disk tier: not an `Authorization` a response varies
+    /// on, not the URL's `user:password@`.
+    @Test func noCredentialReachesTheDisk() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("httpcache-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let manager = Self.manager(try HTTPCache(memoryCapacity: 0, diskCapacity: 1 << 20, directory: directory))
+        let varying = testServer.url(.cacheable(key: Self.key("vary-auth"), cacheControl: "max-age=600", vary: "Authorization"))
+        try await Self.get(varying, on: manager, headers: ["Authorization": "Bearer tok-123"])
+        var components = URLComponents(url: testServer.url(.cacheable(key: Self.key("userinfo"), cacheControl: "max-age=600")),
+                                       resolvingAgainstBaseURL: false)!
+        components.user = "alice"
+        components.password = "s3cret"
+        try await Self.get(components.url!, on: manager)
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(files.count == 2)
+        for file in files {
+            // The route's body names the value it varied on: only the rest is the cache's.
+            let text = String(decoding: try Data(contentsOf: directory.appendingPathComponent(file)), as: UTF8.self)
+                .replacingOccurrences(of: " for Bearer tok-123", with: "")
+            #expect(!text.contains("tok-123") && !text.contains("s3cret"), "\(file): \(text)")
+        }
+        // And the digest still tells one credential from another.
+        let again = try await Self.get(varying, on: manager, headers: ["Authorization": "Bearer tok-123"])
+        let other = try await Self.get(varying, on: manager, headers: ["Authorization": "Bearer tok-456"])
+        #expect(again.cacheResult == .hit && other.cacheResult == .miss)
+    }
+
+    /// `Vary: Cookie` with cookies from a cookie store (added by curl, unseen in the request):
+    /// the answer for one store is never the answer for another.
+    @Test func varyCookieNeverCrossesCookieStores() async throws {
+        let cache = try HTTPCache()
+        let key = Self.key("vary-cookie")
+        let url = testServer.url(.cacheable(key: key, cacheControl: "private, max-age=600", vary: "Cookie"))
+        var bodies: [String] = []
+        for user in ["alice", "bob"] {
+            let file = temporaryFile()
+            defer { try? FileManager.default.removeItem(at: file) }
+            try "127.0.0.1\tFALSE\t/\tFALSE\t0\tuser\t\(user)\n".write(to: file, atomically: true, encoding: .utf8)
+            let manager = Self.manager(cache)
+            manager.cookieStore = CookieStore(persistingTo: file)
+            bodies.append(Self.body(try await Self.get(url, on: manager)))
+        }
+        #expect(bodies == ["\(key) version 0 for user=alice", "\(key) version 0 for user=bob"])
+        #expect(testServer.requestCount(forResumableKey: key) == 2)
+    }
+
+    /// A body that must pass an integrity check is never answered from, nor stored in, the
+    /// cache: a wrong body failed its check once and was then a success from the cache.
+    @Test func anIntegrityCheckedBodyBypassesTheCache() async throws {
+        let cache = try HTTPCache()
+        let manager = Self.manager(cache)
+        let key = Self.key("integrity")
+        let url = testServer.url(.cacheable(key: key, cacheControl: "max-age=600"))
+        for _ in 0..<2 {
+            let operation = manager.httpRequestOperation(with: URLRequest(url: url), success: nil, failure: nil)
+            operation.expectedSHA256 = String(repeating: "0", count: 64)
+            manager.enqueue(operation)
+            try await waitUntilFinished(operation)
+            #expect(operation.error is IntegrityError, "\(String(describing: operation.error))")
+        }
+        #expect(testServer.requestCount(forResumableKey: key) == 2)
+        #expect(cache.statistics.stores == 0)
+    }
+
+    /// A 304 that names another version than the one stored answers a condition the caller
+    /// never set: a typed failure, the stored response dropped, and the next request loads.
+    @Test func a304ForAnotherVersionIsATypedFailure() async throws {
+        // The second request (the cache's revalidation) gets a 304 naming version "b".
+        let requests = Atomic<Int>(0)
+        let server = faultServer { _ in
+            let body = "version a"
+            if requests.add(1, ordering: .relaxed).newValue == 2 {
+                return [.send(Array("HTTP/1.1 304 Not Modified\r\nETag: \"b\"\r\nCache-Control: max-age=0\r\nConnection: close\r\n\r\n".utf8)), .closeWithFIN]
+            }
+            return [.send(Array("HTTP/1.1 200 OK\r\nETag: \"a\"\r\nCache-Control: max-age=0\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)), .closeWithFIN]
+        }
+        let manager = Self.manager(try HTTPCache())
+        let url = server.baseURL.appendingPathComponent("resource")
+        try await Self.get(url, on: manager)
+        let second = try await Self.get(url, on: manager)
+        #expect((second.error as? URLError)?.code == .badServerResponse, "\(String(describing: second.error))")
+        let third = try await Self.get(url, on: manager)
+        #expect(third.error == nil && Self.body(third) == "version a")
+        #expect(third.cacheResult == .miss)
+    }
+}
+
+extension AllTests.FullDuplex {
+    /// A write past the declared length fails the request even when curl had already taken
+    /// every declared byte (found by review: it only threw in the writer).
+    @Test func aWritePastTheLengthAfterTheBodyWasTakenFailsTheRequest() async throws {
+        let body = HTTPRequestBody.restartable(knownLength: 10) { writer in
+            try await writer.write(Data(repeating: 0x41, count: 10))
+            try await Task.sleep(for: .milliseconds(100))
+            try await writer.write(Data([0x42]))
+            return nil
+        }
+        let error = await #expect(throws: URLError.self) {
+            _ = try await HTTPRequestOperationManager().perform(HTTPRequest(method: .post, url: testServer.url(.delay(milliseconds: 500))), body: body)
+        }
+        #expect(error?.code == .requestBodyStreamExhausted, "\(String(describing: error))")
+    }
+
+    /// The writer's cancellation handlers never run on the network thread (found by review:
+    /// its task was cancelled there, and `Task.cancel()` runs them in the calling thread).
+    @Test func theWritersCancellationHandlerRunsOffTheNetworkThread() async throws {
+        let ranOnNetworkThread = Mutex<Bool?>(nil)
+        let handled = TestSignal("the writer's cancellation handler")
+        let body = HTTPRequestBody.restartable { writer in
+            try await writer.write(Data("x".utf8))
+            try await withTaskCancellationHandler {
+                try await Task.sleep(for: .seconds(60))
+            } onCancel: {
+                ranOnNetworkThread.withLock { $0 = NetworkThread.shared.isCurrentThread }
+                handled.fire()
+            }
+            return nil
+        }
+        let manager = HTTPRequestOperationManager()
+        let operation = try manager.httpRequestOperation(for: HTTPRequest(method: .post, url: Self.deafServer.baseURL), body: body)
+        manager.enqueue(operation)
+        try await Task.sleep(for: .milliseconds(200))
+        operation.cancel()
+        try await handled.wait(timeout: .seconds(10))
+        #expect(ranOnNetworkThread.withLock { $0 } == false)
+    }
+}
