@@ -26,8 +26,8 @@ extension AllTests.FullDuplex {
     /// exactly the declared bytes, and the write past them must have thrown. A scenario with no outcome in 30 s is a hang. Violations are counted and
     /// the first ones printed with the seed; the test fails when there is any.
     ///
-    /// `HTTPOPERATIONS_SEED` replays a campaign; `HTTPOPERATIONS_DUPLEX_SCENARIOS` sets the
-    /// count (240 here, 30 under a sanitizer).
+    /// `HTTPOPERATIONS_SEED` replays a campaign, `HTTPOPERATIONS_DUPLEX_SCENARIO=<n>` one
+    /// scenario of it; `HTTPOPERATIONS_DUPLEX_SCENARIOS` sets the count (240 here, 30 under a sanitizer).
     @Test(.timeLimit(.minutes(10)))
     func writtenBodiesArriveExactly() async throws {
         var generator = SeededGenerator(for: "writtenBodiesArriveExactly")
@@ -38,7 +38,11 @@ extension AllTests.FullDuplex {
             return 240
             #endif
         }()
-        let scenarios = (0..<count).map { DuplexScenario(index: $0, using: &generator) }
+        var scenarios = (0..<count).map { DuplexScenario(index: $0, using: &generator) }
+        // One scenario of the campaign alone, to look at it.
+        if let only = ProcessInfo.processInfo.environment["HTTPOPERATIONS_DUPLEX_SCENARIO"].flatMap(Int.init) {
+            scenarios = scenarios.filter { $0.index == only }
+        }
         let managers = try Dictionary(uniqueKeysWithValues: Route.allCases.map { ($0, try $0.manager()) })
         let violations = Mutex<[String]>([])
         // Four at a time: the network thread interleaves their pauses and resumptions.
@@ -56,11 +60,24 @@ extension AllTests.FullDuplex {
                 if let violation { violations.withLock { $0.append(violation) } }
             }
         }
-        let found = violations.withLock { $0 }
-        print("writtenBodiesArriveExactly: \(count) scenarios, \(found.count) violations (seed \(generator.seed))")
-        for violation in found.prefix(5) { print("  \(violation)") }
+        // A hang through nginx whose body curl was handed in full (Docs/Reliability.md, "Full-duplex
+        // campaign"): the test server never hears the request end. Counted and reported as a
+        // known issue; a hang on the direct route, or through nginx before the writer's end was
+        // handed to curl, and every wrong byte remain violations.
+        let all = violations.withLock { $0 }
+        let nginxHangs = all.filter { $0.contains("nginx") && $0.contains("a hang") && $0.contains(Self.handedInFull) }
+        let found = all.filter { !nginxHangs.contains($0) }
+        print("writtenBodiesArriveExactly: \(count) scenarios, \(found.count) violations, \(nginxHangs.count) hangs through nginx "
+              + "after the whole body was handed to curl (seed \(generator.seed))")
+        for violation in (found + nginxHangs).prefix(5) { print("  \(violation)") }
         #expect(found.isEmpty, "\(found.count) violations; replay with HTTPOPERATIONS_SEED=\(generator.seed)")
+        withKnownIssue("a full-duplex exchange through nginx stalls now and then after curl took the whole body", isIntermittent: true) {
+            #expect(nginxHangs.isEmpty, "\(nginxHangs.count) hangs through nginx; replay with HTTPOPERATIONS_SEED=\(generator.seed)")
+        }
     }
+
+    /// What a hang's report says when the writer's every byte was handed to curl.
+    static let handedInFull = "(whole body handed to curl)"
 }
 
 /// One scenario of ``AllTests/FullDuplex/writtenBodiesArriveExactly()``.
@@ -131,7 +148,7 @@ struct DuplexScenario: Sendable, CustomStringConvertible {
         }
     }
 
-    private func write(to writer: RequestBodyWriter, refusedAt refused: RefusedWrite) async throws {
+    private func write(to writer: RequestBodyWriter, probe refused: DuplexProbe) async throws {
         var offset = 0
         for (position, size) in writes.enumerated() {
             if adversity == .throwsAtWrite(position) { throw WriterBroke() }
@@ -142,17 +159,22 @@ struct DuplexScenario: Sendable, CustomStringConvertible {
                 throw error
             }
             offset += size
+            refused.written.store(offset, ordering: .relaxed)
             if writerPauses.contains(position) { try await Task.sleep(for: .milliseconds(1)) }
         }
     }
 
     /// Runs the scenario; returns the violation of the oracle, if any.
     func run(on manager: HTTPRequestOperationManager) async -> String? {
-        let refused = RefusedWrite()
-        let result = await withDeadline(.seconds(30)) { try await send(on: manager, refusedAt: refused) }
+        let refused = DuplexProbe()
+        let result = await withDeadline(.seconds(30)) { try await send(on: manager, probe: refused) }
         switch (result, adversity) {
         case (nil, _):
-            return "no outcome in 30 s (a hang)"
+            // Where it stood, for whoever reads the failure.
+            let (written, sent) = (refused.written.load(ordering: .relaxed), refused.sent.load(ordering: .relaxed))
+            return "no outcome in 30 s (a hang): the writer wrote \(written) B, curl sent \(sent) B, "
+                + "\(refused.received.load(ordering: .relaxed)) B were received"
+                + (written == body.count && sent == body.count ? " " + AllTests.FullDuplex.handedInFull : "")
         case (.success(let echo), .none):
             return echo == body ? nil : "echo of \(echo.count) B differs from the \(body.count) B written"
                 + (echo.count == body.count ? " (first difference at \(zip(echo, body).enumerated().first { $1.0 != $1.1 }!.offset))" : "")
@@ -173,19 +195,21 @@ struct DuplexScenario: Sendable, CustomStringConvertible {
         }
     }
 
-    private func send(on manager: HTTPRequestOperationManager, refusedAt refused: RefusedWrite) async throws -> Data {
+    private func send(on manager: HTTPRequestOperationManager, probe refused: DuplexProbe) async throws -> Data {
         let url = route.url("/duplex/echo")
         switch door {
         case .httpTypes:
             let body = HTTPRequestBody.restartable(knownLength: declaredLength) { writer in
-                try await write(to: writer, refusedAt: refused)
+                try await write(to: writer, probe: refused)
                 return nil
             }
             return try await manager.perform(HTTPRequest(method: .post, url: url), body: body) { response, stream in
+                stream.operation.setUploadProgressBlock { _, total, _ in refused.sent.store(Int(total), ordering: .relaxed) }
                 guard response.status == .ok else { throw URLError(.badServerResponse) }
                 var echo = Data(), chunks = 0
                 for try await chunk in stream {
                     echo.append(chunk)
+                    refused.received.store(echo.count, ordering: .relaxed)
                     chunks += 1
                     if readerPauseEvery > 0, chunks % readerPauseEvery == 0 { try await Task.sleep(for: .milliseconds(1)) }
                 }
@@ -194,18 +218,24 @@ struct DuplexScenario: Sendable, CustomStringConvertible {
         case .operation:
             var request = URLRequest(url: url)
             request.httpMethod = "POST"
-            request.httpBodyStream = StreamedRequestBody(length: declaredLength) { writer in try await write(to: writer, refusedAt: refused) }
+            request.httpBodyStream = StreamedRequestBody(length: declaredLength) { writer in try await write(to: writer, probe: refused) }
             let operation = manager.httpRequestOperation(with: request, success: nil, failure: nil)
             operation.responseSerializer = HTTPResponseSerializer()
+            operation.setUploadProgressBlock { _, total, _ in refused.sent.store(Int(total), ordering: .relaxed) }
+            operation.setDownloadProgressBlock { _, total, _ in refused.received.store(Int(total), ordering: .relaxed) }
             _ = try await manager.run(operation)
             return operation.responseData ?? Data()
         }
     }
 }
 
-/// Where the write the writer's `write` refused ended (its offset plus its size), if one was.
-final class RefusedWrite: Sendable {
+/// What one scenario did so far: where the write `write` refused ended (its offset plus its
+/// size), if one was; the bytes written, sent by curl and received (for a hang's report).
+final class DuplexProbe: Sendable {
     let end = Mutex<Int?>(nil)
+    let written = Atomic<Int>(0)
+    let sent = Atomic<Int>(0)
+    let received = Atomic<Int>(0)
 }
 
 /// `work`'s result, or nil when it did not finish within `limit` (it is cancelled then).
