@@ -169,31 +169,43 @@ extension AllTests {
             #expect(error?.code == .requestBodyStreamExhausted)
         }
 
-        /// Backpressure, writer side: against a server that stopped reading, `write` stops
-        /// returning once the socket buffers and 256 KiB are full, instead of taking all the
-        /// writer has into memory.
-        @Test func aWriterWaitsForAServerThatStoppedReading() async throws {
-            let written = Atomic<Int>(0)
-            let chunk = Data(repeating: 0x5A, count: 64 << 10)
+        /// Bytes a writer has written, read while it runs.
+        final class WrittenCount: Sendable {
+            let bytes = Atomic<Int>(0)
+        }
+
+        /// Starts a writer of `chunkSize`-byte writes (256 MiB or more in all) to a server that
+        /// stopped reading, and returns once its count stayed the same for half a second: it
+        /// waits for room now.
+        static func stalledWriter(writing chunkSize: Int) async throws -> (HTTPRequestOperation, WrittenCount) {
+            let written = WrittenCount()
+            let chunk = Data(repeating: 0x5A, count: chunkSize)
             let body = HTTPRequestBody.restartable { writer in
-                for _ in 0..<4096 {   // 256 MiB, if nothing held it back
+                for _ in 0..<4096 {
                     try await writer.write(chunk)
-                    written.add(chunk.count, ordering: .relaxed)
+                    written.bytes.add(chunk.count, ordering: .relaxed)
                 }
                 return nil
             }
             let manager = HTTPRequestOperationManager()
-            let operation = try manager.httpRequestOperation(for: HTTPRequest(method: .post, url: Self.deafServer.baseURL), body: body)
+            let operation = try manager.httpRequestOperation(for: HTTPRequest(method: .post, url: deafServer.baseURL), body: body)
             manager.enqueue(operation)
-            // Wait until the writing stopped: the count stays the same for half a second.
             var last = -1
-            for _ in 0..<40 where last != written.load(ordering: .relaxed) {
-                last = written.load(ordering: .relaxed)
+            for _ in 0..<40 where last != written.bytes.load(ordering: .relaxed) {
+                last = written.bytes.load(ordering: .relaxed)
                 try await Task.sleep(for: .milliseconds(500))
             }
+            return (operation, written)
+        }
+
+        /// Backpressure, writer side: against a server that stopped reading, `write` stops
+        /// returning once the socket buffers and 256 KiB are full, instead of taking all the
+        /// writer has into memory.
+        @Test func aWriterWaitsForAServerThatStoppedReading() async throws {
+            let (operation, written) = try await Self.stalledWriter(writing: 64 << 10)
             operation.cancel()
             try await waitUntilFinished(operation)
-            let total = written.load(ordering: .relaxed)
+            let total = written.bytes.load(ordering: .relaxed)
             print("aWriterWaitsForAServerThatStoppedReading: \(total >> 10) KiB written before the writer waited")
             #expect(total > 0)
             #expect(total < 16 << 20, "\(total) bytes written to a server that reads nothing")
@@ -203,30 +215,14 @@ extension AllTests {
         /// the queue was partly full woke itself at once, again and again (a core spun for as
         /// long as the server did not read). Writes of 100,000 bytes never fit exactly.
         @Test func aWaitingWriterDoesNotSpin() async throws {
-            let written = Atomic<Int>(0)
-            let chunk = Data(repeating: 0x5A, count: 100_000)
-            let body = HTTPRequestBody.restartable { writer in
-                for _ in 0..<4096 {
-                    try await writer.write(chunk)
-                    written.add(chunk.count, ordering: .relaxed)
-                }
-                return nil
-            }
-            let manager = HTTPRequestOperationManager()
-            let operation = try manager.httpRequestOperation(for: HTTPRequest(method: .post, url: Self.deafServer.baseURL), body: body)
-            manager.enqueue(operation)
-            var last = -1
-            for _ in 0..<40 where last != written.load(ordering: .relaxed) {
-                last = written.load(ordering: .relaxed)
-                try await Task.sleep(for: .milliseconds(500))
-            }
+            let (operation, written) = try await Self.stalledWriter(writing: 100_000)
             // The writer waits now: over one second, the process should do next to nothing.
             let before = try Self.processCPUTime()
             try await Task.sleep(for: .seconds(1))
             let spent = try Self.processCPUTime() - before
             operation.cancel()
             try await waitUntilFinished(operation)
-            print("aWaitingWriterDoesNotSpin: \(written.load(ordering: .relaxed) >> 10) KiB written, then \(spent) s of CPU in 1 s of waiting")
+            print("aWaitingWriterDoesNotSpin: \(written.bytes.load(ordering: .relaxed) >> 10) KiB written, then \(spent) s of CPU in 1 s of waiting")
             #expect(spent < 0.3, "the waiting writer used \(spent) s of CPU in 1 s")
         }
 
