@@ -13,7 +13,7 @@ extension URLConnectionOperation {
     struct CacheExchange {
         let cache: HTTPCache
         /// The request as the cache saw it: without the conditional fields it added, with
-        /// the operation's credential standing in as `Authorization` (see ``cacheView(of:credential:)``).
+        /// what curl adds standing in as fields (see ``cacheView(of:settings:)``).
         let request: URLRequest
         let plan: CachePlan
         /// When the request left, for the stored response's age (§4.2.3).

@@ -180,7 +180,7 @@ extension URLConnectionOperation {
                   log: (Logger, Logger.Metadata)? = nil, on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
                   completion: (@Sendable (Data?) -> (any Error)?)? = nil,
                   handoff: CallbackHandoff? = nil) {
-        let (completionQueue, group, pauseCompletions) = changingPhase { state in
+        let (completionQueue, group, pauseCompletions, consultedCache) = changingPhase { state in
             // Ended already when the connection reports; here for the outcomes found before
             // one existed (a request that could not be prepared, a cancel before start).
             state.machine.end()
@@ -210,7 +210,8 @@ extension URLConnectionOperation {
             state.settings.challengeBlock = nil
             state.settings.serverTrustEvaluation = nil
             defer { state.pendingPauseCompletions.removeAll() }
-            return (state.settings.completionQueue, state.settings.completionGroup, state.pendingPauseCompletions)
+            return (state.settings.completionQueue, state.settings.completionGroup, state.pendingPauseCompletions,
+                    state.cacheExchange != nil)
         }
         let queue = callbackQueue ?? completionQueue ?? .global()
         // Pauses asked for before a connection existed, and now moot.
@@ -218,7 +219,8 @@ extension URLConnectionOperation {
         let deliver: @Sendable () -> Void = {
             for reporter in progress { reporter.deliverPending() }
             // Before the serializer: a 304 to the cache's revalidation becomes the stored answer.
-            self.cacheAnswerArrived()
+            // Read in the lock above, so an operation without a cache takes no lock more here.
+            if consultedCache { self.cacheAnswerArrived() }
             if let failure = completion?(data) {
                 // Integrity is checked only for a success; a cancellation stays a cancellation.
                 self.state.withLock { state in
