@@ -6,6 +6,9 @@ import NIOHTTP1
 ///
 /// - `/duplex/echo`: answers 200 at once, then sends back each request body chunk as it
 ///   arrives, flushed, and ends with the request's trailer fields as its own.
+///   `?hold=MS` stops reading the request for MS milliseconds once the head is answered, so
+///   whatever sends the body finds the connection full for a while (a proxy in front then
+///   has to wait for it to take bytes again).
 /// - `/duplex/speak/N`: says `say 1\n`, and says the next line only once the request body
 ///   answered the last one with its number (`1\n`); after `N` answers it says `done\n`. A wrong
 ///   answer gets `wrong: …\n` and the end. The client can only finish by reading as it writes.
@@ -18,14 +21,18 @@ final class DuplexExchange {
     }
 
     private var mode: Mode
+    /// Milliseconds to stop reading after answering the head (`?hold=`), or 0.
+    private let hold: Int64
     /// Request bytes not yet ending in a newline (speak).
     private var pending = ""
     private var ended = false
 
     /// The exchange for `head`, or nil when its path is not a duplex route.
     init?(_ head: HTTPRequestHead) {
-        let parts = head.uri.split(separator: "/").map(String.init)
+        let components = URLComponents(string: head.uri)
+        let parts = (components?.path ?? head.uri).split(separator: "/").map(String.init)
         guard parts.first == "duplex" else { return nil }
+        hold = (components?.queryItems?.first { $0.name == "hold" }?.value).flatMap(Int64.init) ?? 0
         switch (parts.count > 1 ? parts[1] : "", parts.count > 2 ? Int(parts[2]) : nil) {
         case ("echo", _): mode = .echo
         case ("speak", let rounds?): mode = .speak(rounds: rounds, said: 0)
@@ -38,6 +45,17 @@ final class DuplexExchange {
         router.writeHead(context, head, status: 200,
                          headers: HTTPHeaders([("Content-Type", "application/octet-stream"), ("Transfer-Encoding", "chunked")]))
         if case .speak = mode { sayNext(context, router: router) } else { context.flush() }
+        if hold > 0 { holdReading(context) }
+    }
+
+    /// Stops reading for ``hold`` milliseconds: the request's bytes back up in the sender.
+    private func holdReading(_ context: ChannelHandlerContext) {
+        let channel = context.channel, hold = hold
+        channel.setOption(ChannelOptions.autoRead, value: false).whenSuccess {
+            channel.eventLoop.scheduleTask(in: .milliseconds(hold)) {
+                channel.setOption(ChannelOptions.autoRead, value: true).whenSuccess { channel.read() }
+            }
+        }
     }
 
     /// A request body chunk arrived.

@@ -43,7 +43,8 @@ extension AllTests {
 
             func url(_ path: String) -> URL {
                 switch self {
-                case .direct: testServer.baseURL.appendingPathComponent(String(path.dropFirst()))
+                // Resolved, not appended: a query stays a query.
+                case .direct: URL(string: path, relativeTo: testServer.baseURL)!.absoluteURL
                 case .nginx: URL(string: ExternalServers.nginx.baseURL + path)!
                 case .nginxHTTP2: URL(string: ExternalServers.nginx.tlsBaseURL + path)!
                 }
