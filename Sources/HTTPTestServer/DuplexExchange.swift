@@ -6,9 +6,10 @@ import NIOHTTP1
 ///
 /// - `/duplex/echo`: answers 200 at once, then sends back each request body chunk as it
 ///   arrives, flushed, and ends with the request's trailer fields as its own.
-///   `?hold=MS` stops reading the request for MS milliseconds once the head is answered, so
-///   whatever sends the body finds the connection full for a while (a proxy in front then
-///   has to wait for it to take bytes again).
+///   `?hold=MS` stops reading the request for MS milliseconds once the head is answered
+///   (bytes of a read already under way still arrive), so whatever sends the body finds the
+///   connection full for a while (a proxy in front then has to wait for it to take bytes
+///   again).
 /// - `/duplex/speak/N`: says `say 1\n`, and says the next line only once the request body
 ///   answered the last one with its number (`1\n`); after `N` answers it says `done\n`. A wrong
 ///   answer gets `wrong: …\n` and the end. The client can only finish by reading as it writes.
@@ -53,7 +54,8 @@ final class DuplexExchange {
         let channel = context.channel, hold = hold
         channel.setOption(ChannelOptions.autoRead, value: false).whenSuccess {
             channel.eventLoop.scheduleTask(in: .milliseconds(hold)) {
-                channel.setOption(ChannelOptions.autoRead, value: true).whenSuccess { channel.read() }
+                // Turning autoRead back on reads again at once.
+                _ = channel.setOption(ChannelOptions.autoRead, value: true)
             }
         }
     }

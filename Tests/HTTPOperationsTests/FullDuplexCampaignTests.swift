@@ -71,10 +71,19 @@ extension AllTests.FullDuplex {
             for await verdict in group { record(verdict) }
         }
         let (found, nginxStalls) = findings.withLock { $0 }
+        // The scenarios whose hang could be nginx's stall if they hung.
+        let couldStall = scenarios.filter { $0.mayStallInNginx(received: 1) }.count
         print("writtenBodiesArriveExactly: \(count) scenarios, \(found.count) violations, \(nginxStalls.count) stalls of nginx's "
-              + "proxy (each sent straight to the test server afterwards: exact) (seed \(generator.seed))")
+              + "proxy of \(couldStall) that could stall (each sent straight to the test server afterwards: exact) (seed \(generator.seed))")
         for finding in (found + nginxStalls).prefix(5) { print("  \(finding)") }
         #expect(found.isEmpty, "\(found.count) violations; replay with HTTPOPERATIONS_SEED=\(generator.seed)")
+        // More stalls than nginx explains point at us: before this oracle, about 3 campaigns in 10
+        // had one, of about 24 scenarios in 240 that could stall (one in ten).
+        #expect(nginxStalls.count <= max(1, couldStall / 4), "\(nginxStalls.count) of \(couldStall) scenarios stalled through nginx")
+        // Each stall stays visible in the results, as nginx's known issue.
+        withKnownIssue("nginx's proxy stopped forwarding a full-duplex body (Docs/Reliability.md)", isIntermittent: true) {
+            for stall in nginxStalls { Issue.record("\(stall)") }
+        }
     }
 }
 
@@ -95,6 +104,15 @@ struct DuplexScenario: Sendable, CustomStringConvertible {
     let writerPauses: Set<Int>
     /// The reader sleeps a millisecond after one chunk in this many (0: never).
     let readerPauseEvery: Int
+    /// How long the test server stops reading after answering the head (`?hold=`), in ms:
+    /// 0 in the campaign, more to make nginx stall on purpose.
+    var holdMilliseconds = 0
+    /// How long without an outcome makes a hang.
+    var hangsAfter: Duration = .seconds(30)
+
+    /// The smallest body a stall of nginx's proxy is put down to: it needs the socket to the
+    /// test server full once after the head went on (hundreds of KiB on loopback).
+    static let smallestStalledBody = 1 << 20
 
     init(index: Int, using generator: inout SeededGenerator) {
         self.index = index
@@ -127,6 +145,28 @@ struct DuplexScenario: Sendable, CustomStringConvertible {
         let pauses = writes.count < 200 ? Int.random(in: 0...min(writes.count, 20), using: &generator) : 0
         writerPauses = Set((0..<pauses).map { _ in Int.random(in: 0..<max(writes.count, 1), using: &generator) })
         readerPauseEvery = [0, 0, 1, 10].randomElement(using: &generator)!
+    }
+
+    /// A scenario given outright, without adversity or pauses: `body` in writes of
+    /// `writeSize` bytes, chunked.
+    init(index: Int, route: AllTests.FullDuplex.Route, door: Door, body: Data, writeSize: Int) {
+        self.index = index
+        self.route = route
+        self.door = door
+        self.body = body
+        writes = stride(from: 0, to: body.count, by: writeSize).map { min(writeSize, body.count - $0) }
+        declaresLength = false
+        adversity = .none
+        writerPauses = []
+        readerPauseEvery = 0
+    }
+
+    /// Whether a hang of this scenario through nginx can be nginx's stall: through nginx,
+    /// without adversity (a writer that throws or lies about its length must end in an
+    /// error, whatever the proxy does), large enough to fill the proxy's socket to the test
+    /// server, and with some of the echo received (nginx had passed the response head on).
+    func mayStallInNginx(received: Int) -> Bool {
+        route != .direct && adversity == .none && body.count >= Self.smallestStalledBody && received > 0
     }
 
     var description: String {
@@ -180,31 +220,38 @@ struct DuplexScenario: Sendable, CustomStringConvertible {
     /// the response head went on and the upstream's socket was full), so the hang is put down
     /// to nginx only when our client, sent the same scenario without nginx, gets the exact
     /// outcome. Any other hang, and any wrong byte, is a violation.
+    ///
+    /// What this cannot tell apart: a hang of our client that only nginx brings out, the
+    /// direct route (plain HTTP/1.1) never does, and hits a large exchange only. A fault of
+    /// HTTP/2 or TLS in our client would show in the smaller scenarios through nginx, which
+    /// are never put down to it; the campaign also fails when more than a quarter of the
+    /// scenarios that could stall in nginx do.
     func judge(on managers: [AllTests.FullDuplex.Route: HTTPRequestOperationManager]) async -> Verdict {
-        guard let (violation, hung) = await run(on: managers[route]!) else { return .kept }
+        guard let (violation, hang) = await run(on: managers[route]!) else { return .kept }
         let described = "scenario \(index) (\(self)): \(violation)"
-        guard hung, route != .direct else { return .violated(described) }
+        guard let hang, mayStallInNginx(received: hang.received.load(ordering: .relaxed)) else { return .violated(described) }
         var straight = self
         straight.route = .direct
+        straight.holdMilliseconds = 0
         if let (straightViolation, _) = await straight.run(on: managers[.direct]!) {
             return .violated(described + "; sent straight to the test server: \(straightViolation)")
         }
         return .stalledInNginx(described)
     }
 
-    /// Runs the scenario; returns the violation of the oracle, if any, and whether it was a
-    /// hang.
-    func run(on manager: HTTPRequestOperationManager) async -> (violation: String, hung: Bool)? {
+    /// Runs the scenario; returns the violation of the oracle, if any, and, when it was a
+    /// hang, where the hung exchange stood.
+    func run(on manager: HTTPRequestOperationManager) async -> (violation: String, hang: DuplexProbe?)? {
         let refused = DuplexProbe()
-        let result = await withDeadline(.seconds(30)) { try await send(on: manager, probe: refused) }
+        let result = await withDeadline(hangsAfter) { try await send(on: manager, probe: refused) }
         guard let result else {
             // Where it stood, for whoever reads the failure. curl's count is seen through the
             // operation door only (its progress block is set before the operation starts).
             let sent = door == .operation ? "curl took \(refused.sent.load(ordering: .relaxed)) B, " : ""
-            return ("no outcome in 30 s (a hang): the writer wrote \(refused.written.load(ordering: .relaxed)) B, \(sent)"
-                + "\(refused.received.load(ordering: .relaxed)) B were received", true)
+            return ("no outcome in \(hangsAfter) (a hang): the writer wrote \(refused.written.load(ordering: .relaxed)) B, \(sent)"
+                + "\(refused.received.load(ordering: .relaxed)) B were received", refused)
         }
-        return verdict(of: result, probe: refused).map { ($0, false) }
+        return verdict(of: result, probe: refused).map { ($0, nil) }
     }
 
     /// The violation of the oracle by `result`, if any.
@@ -231,7 +278,7 @@ struct DuplexScenario: Sendable, CustomStringConvertible {
     }
 
     private func send(on manager: HTTPRequestOperationManager, probe refused: DuplexProbe) async throws -> Data {
-        let url = route.url("/duplex/echo")
+        let url = route.url(holdMilliseconds > 0 ? "/duplex/echo?hold=\(holdMilliseconds)" : "/duplex/echo")
         switch door {
         case .httpTypes:
             let body = HTTPRequestBody.restartable(knownLength: declaredLength) { writer in

@@ -17,15 +17,9 @@ extension AllTests.FullDuplex {
     /// is complete and exact; through nginx, over HTTP/1.1 and over HTTP/2, the exchange stops
     /// moving. The test pins a third party's behaviour: should a newer nginx forward the body,
     /// it fails, and the campaign's allowance for stalls through nginx must go.
-    @Test(arguments: Route.allCases)
+    @Test(.timeLimit(.minutes(2)), arguments: Route.allCases)
     func nginxStopsForwardingABodyOnceItsUpstreamWasFull(_ route: Route) async throws {
-        let body = {
-            var bytes = Data(count: 8 << 20)
-            bytes.withUnsafeMutableBytes { bytes in
-                for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: index &* 13 &+ (index >> 9)) }
-            }
-            return bytes
-        }()
+        let body = Self.eightMebibytes
         let progress = DuplexProbe()
         let manager = try route.manager()
         // Made before the clock starts: the first use of nginx starts it, which takes seconds.
@@ -71,7 +65,8 @@ extension AllTests.FullDuplex {
     /// nothing moved for the request's idle timeout (`timeoutInterval`, 2 s here: curl's
     /// low-speed limit of 1 B/s over that time, counting both directions, and curl averages
     /// the speed over its last 5 s, so the error came 9 s after the start here).
-    @Test func aStallInNginxEndsInATimeout() async throws {
+    @Test(.timeLimit(.minutes(2)))
+    func aStallInNginxEndsInATimeout() async throws {
         var request = URLRequest(url: Route.nginx.url("/duplex/echo?hold=1000"))
         request.httpMethod = "POST"
         request.timeoutInterval = 2
@@ -85,27 +80,55 @@ extension AllTests.FullDuplex {
         #expect(outcome.urlErrorCode == .timedOut, "\(outcome)")
     }
 
+    /// The campaign's oracle puts a stall of nginx's down to nginx: the scenario above, as a
+    /// campaign scenario through nginx, hangs, is sent again straight to the test server,
+    /// echoes exactly there, and is judged ``DuplexScenario/Verdict/stalledInNginx(_:)``.
+    @Test(.timeLimit(.minutes(2)))
+    func theCampaignPutsAStallOfNginxDownToIt() async throws {
+        var scenario = DuplexScenario(index: 0, route: .nginx, door: .httpTypes, body: Self.eightMebibytes, writeSize: 64 << 10)
+        scenario.holdMilliseconds = 1000
+        scenario.hangsAfter = .seconds(8)
+        let managers = try Dictionary(uniqueKeysWithValues: Route.allCases.map { ($0, try $0.manager()) })
+        let verdict = await scenario.judge(on: managers)
+        print("theCampaignPutsAStallOfNginxDownToIt: \(verdict)")
+        guard case .stalledInNginx = verdict else {
+            Issue.record("judged \(verdict), not nginx's stall")
+            return
+        }
+    }
+
+    /// 8 MiB that depend on their position.
+    static let eightMebibytes = {
+        var bytes = Data(count: 8 << 20)
+        bytes.withUnsafeMutableBytes { bytes in
+            for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: index &* 13 &+ (index >> 9)) }
+        }
+        return bytes
+    }()
+
     /// `exchange`'s result, or nil once the echo stopped growing for `quiet` (after the server's
     /// hold) with no outcome: then the exchange is cancelled.
     static func outcomeOrStall(of exchange: Task<Data, any Error>, progress: DuplexProbe,
                                quietFor quiet: Duration) async -> Result<Data, any Error>? {
-        let finished = Atomic<Bool>(false)
+        // Who ended it: 0 nobody yet, 1 the exchange (an outcome), 2 the watcher (a stall).
+        let ended = Atomic<Int>(0)
         let watcher = Task {
             var last = -1, unchangedSince = ContinuousClock.now
             // A minute at most, whatever happens: a test must end.
-            for _ in 0..<600 where !finished.load(ordering: .relaxed) {
+            for _ in 0..<600 where ended.load(ordering: .relaxed) == 0 {
                 try? await Task.sleep(for: .milliseconds(100))
                 let now = progress.received.load(ordering: .relaxed)
                 if now != last { (last, unchangedSince) = (now, .now) }
                 if ContinuousClock.now - unchangedSince > quiet { break }
             }
-            if !finished.load(ordering: .relaxed) { exchange.cancel() }
+            if ended.compareExchange(expected: 0, desired: 2, ordering: .relaxed).exchanged { exchange.cancel() }
         }
         let result = await exchange.result
-        // A result that came because the watcher cancelled is a stall.
-        let stalled = exchange.isCancelled
-        finished.store(true, ordering: .relaxed)
+        let stalled = !ended.compareExchange(expected: 0, desired: 1, ordering: .relaxed).exchanged
         watcher.cancel()
-        return stalled ? nil : result
+        // A success that came as the watcher gave up is still an outcome; a failure after the
+        // watcher cancelled is the stall's.
+        if stalled, case .failure = result { return nil }
+        return result
     }
 }
