@@ -30,6 +30,10 @@ struct Bench: ParsableCommand {
         /// HTTPOperations' HTTPTypes door (`try await manager.perform(HTTPRequest)`), in a task
         /// group of N.
         case httptypes
+        /// The HTTPTypes door's operations (`httpRequestOperation(for: HTTPRequest)`) with
+        /// success and failure blocks, all enqueued at once as `operations` does: the door
+        /// without the task group, to tell the door's cost from the async harness's.
+        case httptypesOperations
         /// URLSession from FoundationNetworking.
         case urlsession
         /// AsyncHTTPClient on SwiftNIO.
@@ -93,17 +97,18 @@ struct Bench: ParsableCommand {
         switch client {
         case .raw: return RawClient.run(workload)
         case .operations: return try OperationsClient.run(workload, configure: tlsPolicy())
-        case .observed: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging, .metrics, .tracing]) }
-        case .observedLogging: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging]) }
-        case .observedMetrics: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.metrics]) }
-        case .observedTracing: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.tracing]) }
-        case .observedLibraryOnly: return OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging, .droppingBackends]) }
-        case .droppingMetrics: return OperationsClient.run(workload) { $0.metricsFactory = DroppingBackends.Metrics() }
-        case .droppingTracing: return OperationsClient.run(workload) { $0.tracer = DroppingBackends.Tracer() }
+        case .observed: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging, .metrics, .tracing]) }
+        case .observedLogging: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging]) }
+        case .observedMetrics: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.metrics]) }
+        case .observedTracing: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.tracing]) }
+        case .observedLibraryOnly: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging, .droppingBackends]) }
+        case .droppingMetrics: return try OperationsClient.run(workload) { $0.metricsFactory = DroppingBackends.Metrics() }
+        case .droppingTracing: return try OperationsClient.run(workload) { $0.tracer = DroppingBackends.Tracer() }
         case .urlsession: return URLSessionClient.run(workload)
         case .asynchttpclient: return try AsyncHTTPClientBench.run(workload)
         case .async: return AsyncDoorsClient.run(workload, door: .asyncVerb)
         case .httptypes: return AsyncDoorsClient.run(workload, door: .httpTypes)
+        case .httptypesOperations: return try OperationsClient.run(workload, door: .httpTypes)
         case .chainThroughManager, .chainOnQueue: return OperationsClient.chain(workload, throughManager: client == .chainThroughManager)
         case .noio: return OperationsClient.withoutIO(workload)
         case .noioBlock: return OperationsClient.blockOperations(workload)

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPOperations
+import HTTPTypes
 import Synchronization
 
 /// HTTPOperations as a user writes it: operations through a manager.
@@ -35,9 +36,19 @@ enum OperationsClient {
         return manager
     }
 
-    private static func operation(_ manager: HTTPRequestOperationManager, _ workload: Workload, _ counter: Counter) -> HTTPRequestOperation {
+    /// Which door makes the operations: the AFNetworking-style one (a `URLRequest`) or the
+    /// HTTPTypes one (an `HTTPRequest`; every status is an answer, so only a 200 counts).
+    enum Door { case urlRequest, httpTypes }
+
+    private static func operation(_ manager: HTTPRequestOperationManager, _ workload: Workload, _ counter: Counter,
+                                  door: Door = .urlRequest) throws -> HTTPRequestOperation {
         let file = workload.file.map { URL(fileURLWithPath: $0) }
-        let operation = manager.httpRequestOperation(with: URLRequest(url: workload.url), success: { operation, _ in
+        let operation = switch door {
+        case .urlRequest: manager.httpRequestOperation(with: URLRequest(url: workload.url), success: nil, failure: nil)
+        case .httpTypes: try manager.httpRequestOperation(for: HTTPRequest(method: .get, url: workload.url))
+        }
+        operation.setCompletionBlockWithSuccess({ operation, _ in
+            guard operation.response?.statusCode == 200 else { return counter.record(ok: false, bytes: 0) }
             let bytes = file.map { ((try? FileManager.default.attributesOfItem(atPath: $0.path))?[.size] as? Int64) ?? 0 }
                 ?? Int64(operation.responseData?.count ?? 0)
             counter.record(ok: true, bytes: bytes)
@@ -49,12 +60,13 @@ enum OperationsClient {
         return operation
     }
 
-    static func run(_ workload: Workload, configure: (HTTPRequestOperationManager) -> Void = { _ in }) -> Tally {
+    static func run(_ workload: Workload, door: Door = .urlRequest,
+                    configure: (HTTPRequestOperationManager) -> Void = { _ in }) throws -> Tally {
         let manager = manager(workload)
         configure(manager)
         let counter = Counter(total: workload.count)
         for _ in 0..<workload.count {
-            manager.enqueue(operation(manager, workload, counter))
+            manager.enqueue(try operation(manager, workload, counter, door: door))
         }
         return counter.wait()
     }
@@ -64,7 +76,7 @@ enum OperationsClient {
         let counter = Counter(total: workload.count)
         var previous: Operation?
         for _ in 0..<workload.count {
-            let next = operation(manager, workload, counter)
+            let next = try! operation(manager, workload, counter)  // the URLRequest door cannot throw
             if let previous { next.addDependency(previous) }
             if throughManager { manager.enqueue(next) } else { manager.operationQueue.addOperation(next) }
             previous = next
