@@ -1,6 +1,7 @@
 import Foundation
 @testable import HTTPOperations
 import HTTPTestServer
+import HTTPTypes
 import Synchronization
 import Testing
 
@@ -80,6 +81,27 @@ extension AllTests {
                 form.appendPart(formData: Data("v".utf8), name: "k")
             })
             #expect(outcome.response?.statusCode == 200)
+        }
+
+        /// An awaited outcome builds its Foundation response only when asked: building one cost
+        /// 16% of an awaited small GET's CPU (Docs/Performance.md). Asked, it is the operation's.
+        @Test func anOutcomeBuildsItsResponseOnlyWhenAsked() async throws {
+            let manager = Self.manager()
+            let operation = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.echo)), success: nil, failure: nil)
+            let outcome = try await manager.run(operation)
+            #expect(outcome.object is [String: Any])  // the manager's JSON serializer
+            #expect(operation.state.withLock { $0.response } == nil, "the outcome built a response nobody read")
+            let response = try #require(outcome.response)
+            #expect(response.statusCode == 200)
+            #expect(response === operation.response)
+            #expect(outcome.operation === operation)
+            // The HTTPTypes door reads the head as received, and builds no Foundation response.
+            let door = try manager.httpRequestOperation(for: HTTPRequest(method: .get, url: testServer.url(.echo)))
+            let (answer, _) = try await manager.perform(HTTPRequest(method: .get, url: testServer.url(.echo)))
+            #expect(answer.status == .ok)
+            _ = try await manager.run(door)
+            #expect(door.httpResponse?.status == .ok)
+            #expect(door.state.withLock { $0.response } == nil)
         }
 
         // MARK: - Streaming

@@ -10,10 +10,28 @@ extension AllTests {
     /// operations and queue as the AFNetworking-style door.
     @Suite struct HTTPTypesDoor {
         /// Raw replies for what the in-process server does not say: repeated fields.
-        static let server = faultServer { _ in
+        static let server = faultServer { path in
+            if path == "/latin-1" {
+                // A field value in ISO-8859-1 (obs-text, RFC 9110 §5.5): "café" with 0xE9.
+                let head = Array("HTTP/1.1 200 OK\r\nX-Name: caf".utf8) + [0xE9]
+                    + Array("\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".utf8)
+                return [.send(head), .closeWithFIN]
+            }
             let reply = "HTTP/1.1 200 OK\r\nSet-Cookie: a=1; Expires=Wed, 21 Oct 2037 07:28:00 GMT\r\n"
                 + "Set-Cookie: b=2\r\nX-Order: first\r\nx-order: second\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
             return [.send(Array(reply.utf8)), .closeWithFIN]
+        }
+
+        /// A field value that is not UTF-8 reaches the caller with the bytes received; its
+        /// `value` string shows them repaired, as swift-http-types does.
+        @Test func aFieldValueThatIsNotUTF8KeepsItsBytes() async throws {
+            let manager = HTTPRequestOperationManager()
+            let (response, body) = try await manager.perform(request(Self.server.baseURL.appendingPathComponent("latin-1")))
+            #expect(body == Data("ok".utf8))
+            let name = try #require(HTTPField.Name("X-Name"))
+            let field = try #require(response.headerFields.first { $0.name == name })
+            #expect(field.value == "caf\u{FFFD}")
+            #expect(field.withUnsafeBytesOfValue { Array($0) } == [0x63, 0x61, 0x66, 0xE9])
         }
 
         /// `HTTPRequest` for `url`.

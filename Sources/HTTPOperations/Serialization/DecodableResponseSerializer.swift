@@ -69,11 +69,11 @@ public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerial
     ///
     /// - Throws: ``ResponseSerializationError`` with `.emptyBody` when there is no object and
     ///   `T` needs one, or `.decodingFailed` naming both types when it is of another type.
-    static func typed(_ object: Any?, response: URLResponse?, data: Data?) throws -> T {
+    static func typed(_ object: Any?, response: @autoclosure () -> URLResponse?, data: Data?) throws -> T {
         if let value = object as? T { return value }
-        guard let object else { throw ResponseSerializationError(.emptyBody, response: response, data: data) }
+        guard let object else { throw ResponseSerializationError(.emptyBody, response: response(), data: data) }
         throw ResponseSerializationError(.decodingFailed(detail: "expected a \(T.self), the serializer made a \(type(of: object))"),
-                                         response: response, data: data)
+                                         response: response(), data: data)
     }
 
     /// Whether `response` answers a HEAD request. Foundation's response does not say; a

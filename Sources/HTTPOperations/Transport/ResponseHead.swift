@@ -44,6 +44,15 @@ struct ResponseHead: Sendable, Equatable {
         spans.map { (string(storage[$0.name]), string(storage[$0.value])) }
     }
 
+    /// Calls `body` with each field's name and value bytes, in the order received: for
+    /// conversions that need no `String` of the value (the HTTPTypes door's fields).
+    func forEachField(_ body: (_ name: ArraySlice<UInt8>, _ value: ArraySlice<UInt8>) -> Void) {
+        for span in spans { body(storage[span.name], storage[span.value]) }
+    }
+
+    /// How many fields the head has.
+    var fieldCount: Int { spans.count }
+
     /// The first value of the field `name`, compared case-insensitively (ASCII, as field
     /// names are).
     func value(of name: String) -> String? {
