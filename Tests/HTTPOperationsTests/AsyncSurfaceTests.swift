@@ -93,15 +93,42 @@ extension AllTests {
             #expect(operation.state.withLock { $0.response } == nil, "the outcome built a response nobody read")
             let response = try #require(outcome.response)
             #expect(response.statusCode == 200)
-            #expect(response === operation.response)
-            #expect(outcome.operation === operation)
+            #expect(response === operation.response, "while the operation lives, its response is the outcome's")
             // The HTTPTypes door reads the head as received, and builds no Foundation response.
-            let door = try manager.httpRequestOperation(for: HTTPRequest(method: .get, url: testServer.url(.echo)))
+            let made = Mutex<[HTTPRequestOperation]>([])
+            manager.operationFactory = { request in
+                let operation = HTTPRequestOperation(request: request)
+                made.withLock { $0.append(operation) }
+                return operation
+            }
             let (answer, _) = try await manager.perform(HTTPRequest(method: .get, url: testServer.url(.echo)))
             #expect(answer.status == .ok)
-            _ = try await manager.run(door)
-            #expect(door.httpResponse?.status == .ok)
+            let door = try #require(made.withLock { $0.first })
             #expect(door.state.withLock { $0.response } == nil)
+        }
+
+        /// An outcome does not keep its operation alive (an operation holds its dependencies,
+        /// a whole chain with its bodies): once the operation is gone, the outcome's response
+        /// is built from the head it received.
+        @Test func anOutcomeDoesNotKeepItsOperationAlive() async throws {
+            let manager = Self.manager()
+            weak var released: HTTPRequestOperation?
+            let outcome = try await {
+                let first = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.bytes(100_000))), success: nil, failure: nil)
+                let second = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.echo)), success: nil, failure: nil)
+                second.addDependency(first)
+                manager.enqueue(first)
+                released = first
+                return try await manager.run(second)
+            }()
+            // The queue lets go of a finished operation just after it announced the finish.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while released != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(released == nil, "the outcome kept the chain alive")
+            let response = try #require(outcome.response)
+            #expect(response.statusCode == 200)
+            #expect(response.value(forHTTPHeaderField: "Content-Type")?.hasPrefix("application/json") == true)
+            #expect(outcome.response === response, "built once")
         }
 
         // MARK: - Streaming

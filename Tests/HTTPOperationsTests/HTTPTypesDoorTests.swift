@@ -11,6 +11,11 @@ extension AllTests {
     @Suite struct HTTPTypesDoor {
         /// Raw replies for what the in-process server does not say: repeated fields.
         static let server = faultServer { path in
+            if path == "/latin-1-trailer" {
+                let reply = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n2\r\nok\r\n0\r\nX-Sum: caf".utf8)
+                    + [0xE9] + Array("\r\n\r\n".utf8)
+                return [.send(reply), .closeWithFIN]
+            }
             if path == "/latin-1" {
                 // A field value in ISO-8859-1 (obs-text, RFC 9110 §5.5): "café" with 0xE9.
                 let head = Array("HTTP/1.1 200 OK\r\nX-Name: caf".utf8) + [0xE9]
@@ -32,6 +37,12 @@ extension AllTests {
             let field = try #require(response.headerFields.first { $0.name == name })
             #expect(field.value == "caf\u{FFFD}")
             #expect(field.withUnsafeBytesOfValue { Array($0) } == [0x63, 0x61, 0x66, 0xE9])
+            // The same for a trailer field.
+            let operation = try manager.httpRequestOperation(for: request(Self.server.baseURL.appendingPathComponent("latin-1-trailer")))
+            _ = try await manager.run(operation)
+            #expect(operation.responseData == Data("ok".utf8))
+            let sum = try #require(operation.responseTrailers.first { $0.name == HTTPField.Name("X-Sum")! })
+            #expect(sum.withUnsafeBytesOfValue { Array($0) } == [0x63, 0x61, 0x66, 0xE9])
         }
 
         /// `HTTPRequest` for `url`.

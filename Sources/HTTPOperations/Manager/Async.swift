@@ -1,25 +1,64 @@
 import Foundation
+import Synchronization
 
 /// A response and what the response serializer made of it, for async callers.
-///
-/// It keeps its operation, and so the operation's body, alive while it is held.
 public struct ResponseOutcome: @unchecked Sendable {
     // @unchecked Sendable: `object` is whatever the serializer made (JSON is `Any`); it is
-    // handed over whole to the awaiting task and never touched by the library again. The
-    // operation is Sendable.
+    // handed over whole to the awaiting task and never touched by the library again.
 
-    /// The HTTP response: the operation's ``HTTPRequestOperation/response``, built from the
-    /// head it received on first use. (Not built for a caller that does not ask: a Foundation
-    /// response cost 16% of the CPU of an awaited small GET, Docs/Performance.md.)
-    public var response: HTTPURLResponse? { operation.response }
+    /// The HTTP response: the operation's `response`, built from the head it received when
+    /// first read. (Not built for a caller that does not ask: building
+    /// a Foundation response cost 16% of the CPU of an awaited small GET, Docs/Performance.md.)
+    public var response: HTTPURLResponse? { source.response }
     /// The serialized object.
     public let object: Any?
-    /// The operation whose outcome this is.
-    let operation: HTTPRequestOperation
+    private let source: OutcomeResponse
 
     init(of operation: HTTPRequestOperation) {
-        self.operation = operation
         self.object = operation.responseObject
+        self.source = OutcomeResponse(of: operation)
+    }
+}
+
+/// An outcome's response, made when first asked for, without keeping the operation alive
+/// (an operation holds its dependencies, and so a whole chain and its bodies, until it is
+/// released): while the operation lives it is the operation's own response, the same object;
+/// after, it is built from the head the operation received.
+///
+/// Its mutable state is one struct behind one `Mutex`.
+private final class OutcomeResponse: Sendable {
+    private struct State {
+        /// Whether `response` is the answer (then the rest is let go).
+        var resolved: Bool
+        var response: HTTPURLResponse?
+        weak var operation: HTTPRequestOperation?
+        var head: (head: ResponseHead, url: URL)?
+    }
+
+    private let state: Mutex<State>
+
+    init(of operation: HTTPRequestOperation) {
+        let (built, head) = operation.state.withLock { ($0.response, $0.responseHead) }
+        if built != nil || type(of: operation) != HTTPRequestOperation.self {
+            // Built already (it costs nothing), or a subclass that may override `response`:
+            // asked now, as before.
+            state = Mutex(State(resolved: true, response: operation.response))
+        } else {
+            state = Mutex(State(resolved: false, operation: operation, head: head))
+        }
+    }
+
+    var response: HTTPURLResponse? {
+        let (resolved, known, operation, head) = state.withLock { ($0.resolved, $0.response, $0.operation, $0.head) }
+        if resolved { return known }
+        // Outside the lock: the operation takes its own, and building is costly.
+        let made = operation.map(\.response) ?? head.map { $0.head.httpURLResponse(for: $0.url) }
+        return state.withLock { state in
+            if !state.resolved {
+                state = State(resolved: true, response: made)
+            }
+            return state.response
+        }
     }
 }
 
