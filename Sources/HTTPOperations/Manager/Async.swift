@@ -7,8 +7,8 @@ public struct ResponseOutcome: @unchecked Sendable {
     // handed over whole to the awaiting task and never touched by the library again.
 
     /// The HTTP response: the operation's `response`, built from the head it received when
-    /// first read. (Not built for a caller that does not ask: building
-    /// a Foundation response cost 16% of the CPU of an awaited small GET, Docs/Performance.md.)
+    /// first read. (Not built for a caller that does not ask: building a Foundation response
+    /// cost 16% of the CPU of an awaited small GET, Docs/Performance.md.)
     public var response: HTTPURLResponse? { source.response }
     /// The serialized object.
     public let object: Any?
