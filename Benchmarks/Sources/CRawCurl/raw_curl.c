@@ -37,21 +37,25 @@ static size_t on_body(char *bytes, size_t size, size_t count, void *user) {
 }
 
 /// Each transfer gets a fresh body buffer, and the finished one is handed off (freed), as
-/// any client's user receives a new body per response.
-static void start(CURLM *multi, slot *s, const char *url, const char *path) {
+/// any client's user receives a new body per response; or, with `reuse`, the slot keeps its
+/// buffer and its capacity for the next body (already mapped, no page faults): the limit for
+/// bodies in memory, which no client that hands out its bodies can reach.
+static void start(CURLM *multi, slot *s, const char *url, const char *path, int reuse) {
     if (path) {
         if (s->file) fclose(s->file);
         s->file = fopen(path, "wb");
     }
-    free(s->data);
-    s->data = NULL;
-    s->capacity = 0;
+    if (!reuse) {
+        free(s->data);
+        s->data = NULL;
+        s->capacity = 0;
+    }
     s->length = 0;
     curl_easy_setopt(s->easy, CURLOPT_URL, url);
     curl_multi_add_handle(multi, s->easy);
 }
 
-raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const char *path) {
+raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const char *path, int reuse_buffer) {
     raw_curl_result result = {0, 0, 0};
     CURLM *multi = curl_multi_init();
     curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
@@ -69,7 +73,7 @@ raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const 
         curl_easy_setopt(easy, CURLOPT_PRIVATE, &slots[i]);
         slots[i].easy = easy;
         if (started < count) {
-            start(multi, &slots[i], url, path);
+            start(multi, &slots[i], url, path, reuse_buffer);
             started++;
         }
     }
@@ -90,7 +94,7 @@ raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const 
             if (code == CURLE_OK && status == 200) result.completed++; else result.failed++;
             result.body_bytes += (int64_t)s->length;
             if (started < count) {
-                start(multi, s, url, path);
+                start(multi, s, url, path, reuse_buffer);
                 started++;
             }
         }

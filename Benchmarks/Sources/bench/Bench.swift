@@ -14,6 +14,9 @@ struct Bench: ParsableCommand {
     enum Client: String, ExpressibleByArgument, CaseIterable {
         /// A plain libcurl multi loop in C: the physical limit of the transport.
         case raw
+        /// The same, each slot keeping its body buffer for the next body: the limit for bodies
+        /// in memory.
+        case rawReuse
         /// HTTPRequestOperations through an HTTPRequestOperationManager, as a user writes it.
         case operations
         /// The same with logging at debug, metrics and tracing switched on (see ObservedClient).
@@ -96,6 +99,7 @@ struct Bench: ParsableCommand {
         let workload = Workload(url: target, count: count, inFlight: inFlight, file: toFile)
         switch client {
         case .raw: return RawClient.run(workload)
+        case .rawReuse: return RawClient.run(workload, reusingBuffers: true)
         case .operations: return try OperationsClient.run(workload, configure: tlsPolicy())
         case .observed: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging, .metrics, .tracing]) }
         case .observedLogging: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging]) }

@@ -17,7 +17,8 @@ typedef struct {
 /// fresh, growing memory buffer, as HTTPOperations does by default.
 ///
 /// With `path` non-NULL, bodies are written to that file instead (truncated for each
-/// transfer), through stdio.
-raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const char *path);
+/// transfer), through stdio. With `reuse_buffer` non-zero, each transfer slot keeps its
+/// memory buffer, and its capacity, for its next body instead of a fresh one.
+raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const char *path, int reuse_buffer);
 
 #endif
