@@ -182,8 +182,11 @@ final class BodyBufferPool: Sendable {
     /// 2 MiB pages where transparent huge pages are enabled (`always` or `madvise`, Debian's
     /// default). Written once and handed over, such a body took one page fault per 4 KiB
     /// (25,600 for 100 MiB, each a trap, a zeroed page and a page-table update): with huge
-    /// pages, one per 2 MiB. Where they are off, `madvise` fails and the pages are small, as
-    /// before.
+    /// pages, one per 2 MiB. Where they are off (`never`), or the kernel has none (`madvise`
+    /// fails), the pages are small, as before. The mapping is rounded up to 2 MiB, so a body
+    /// holds up to 2 MiB more than its length once written. With `defrag` at `madvise` (the
+    /// kernel's default), a fault may compact memory to find a free 2 MiB, on the thread that
+    /// writes the body.
     static func mapLarge(_ size: Int) -> UnsafeMutableRawBufferPointer {
         let length = roundedToHugePages(size)
         // One huge page more than needed, so an aligned start lies within; the rest goes back.
