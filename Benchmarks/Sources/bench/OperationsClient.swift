@@ -40,13 +40,20 @@ enum OperationsClient {
     /// HTTPTypes one (an `HTTPRequest`; every status is an answer, so only a 200 counts).
     enum Door { case urlRequest, httpTypes }
 
+    /// A GET of the workload's URL made by `door`, counted by `counter`.
     private static func operation(_ manager: HTTPRequestOperationManager, _ workload: Workload, _ counter: Counter,
-                                  door: Door = .urlRequest) throws -> HTTPRequestOperation {
-        let file = workload.file.map { URL(fileURLWithPath: $0) }
+                                  door: Door) throws -> HTTPRequestOperation {
         let operation = switch door {
         case .urlRequest: manager.httpRequestOperation(with: URLRequest(url: workload.url), success: nil, failure: nil)
         case .httpTypes: try manager.httpRequestOperation(for: HTTPRequest(method: .get, url: workload.url))
         }
+        return counted(operation, workload, counter, door: door)
+    }
+
+    /// `operation` with blocks that count its outcome (and, to a file, its file's size).
+    private static func counted(_ operation: HTTPRequestOperation, _ workload: Workload, _ counter: Counter,
+                                door: Door = .urlRequest) -> HTTPRequestOperation {
+        let file = workload.file.map { URL(fileURLWithPath: $0) }
         operation.setCompletionBlockWithSuccess({ operation, _ in
             // The URLRequest door's serializer took only a 2xx; the HTTPTypes door's takes every
             // status, so its caller reads it (as its users do).
@@ -78,7 +85,8 @@ enum OperationsClient {
         let counter = Counter(total: workload.count)
         var previous: Operation?
         for _ in 0..<workload.count {
-            let next = try! operation(manager, workload, counter)  // the URLRequest door cannot throw
+            let next = counted(manager.httpRequestOperation(with: URLRequest(url: workload.url), success: nil, failure: nil),
+                               workload, counter)
             if let previous { next.addDependency(previous) }
             if throughManager { manager.enqueue(next) } else { manager.operationQueue.addOperation(next) }
             previous = next

@@ -187,7 +187,7 @@ final class BodyBufferPool: Sendable {
     /// holds up to 2 MiB more than its length once written. With `defrag` at `madvise` (the
     /// kernel's default), a fault may compact memory to find a free 2 MiB, on the thread that
     /// writes the body.
-    static func mapLarge(_ size: Int) -> UnsafeMutableRawBufferPointer {
+    private static func mapLarge(_ size: Int) -> UnsafeMutableRawBufferPointer {
         let length = roundedToHugePages(size)
         // One huge page more than needed, so an aligned start lies within; the rest goes back.
         let region = map(length + hugePageSize)
@@ -203,7 +203,7 @@ final class BodyBufferPool: Sendable {
     }
 
     /// Gives back a buffer from ``mapLarge(_:)``.
-    static func unmapLarge(_ buffer: UnsafeMutableRawBufferPointer) {
+    private static func unmapLarge(_ buffer: UnsafeMutableRawBufferPointer) {
         munmap(buffer.baseAddress, roundedToHugePages(buffer.count))
     }
 
