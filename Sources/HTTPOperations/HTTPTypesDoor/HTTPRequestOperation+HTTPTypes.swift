@@ -28,19 +28,4 @@ extension ResponseHead {
     var httpResponse: HTTPResponse {
         HTTPResponse(status: HTTPResponse.Status(code: statusCode), headerFields: httpFields)
     }
-
-    /// The fields as `HTTPFields`, in the order received. A field whose name is not a token
-    /// (curl passes such lines on) is left out; values are taken leniently from the bytes
-    /// received, not from a `String` made of them first (one conversion less: reading a small
-    /// GET's status through the door cost 5% of its CPU with it), so a value that is not UTF-8
-    /// keeps its bytes.
-    var httpFields: HTTPFields {
-        var fields = HTTPFields()
-        fields.reserveCapacity(fieldCount)
-        forEachField { name, value in
-            guard let name = HTTPField.Name(String(decoding: name, as: UTF8.self)) else { return }
-            fields.append(HTTPField(name: name, lenientValue: value))
-        }
-        return fields
-    }
 }

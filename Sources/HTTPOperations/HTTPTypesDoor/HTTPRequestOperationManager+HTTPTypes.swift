@@ -177,7 +177,7 @@ extension HTTPRequestOperationManager {
     /// `request` as Foundation's request: its URL (or its path against ``baseURL``), method
     /// and header fields (repeated fields joined with `, `, cookies with `; `).
     private func urlRequest(for request: HTTPRequest) throws -> URLRequest {
-        if let converted = URLRequest(httpRequest: request) { return converted }
+        if let converted = URLRequest(sending: request) { return converted }
         // A path alone, resolved against the base URL as the manager's verbs resolve theirs.
         // Not `//host/...`: that would name another origin.
         guard request.scheme == nil, request.authority == nil, let path = request.path, !path.hasPrefix("//"),
@@ -188,7 +188,7 @@ extension HTTPRequestOperationManager {
         // HTTPTypes' own setter: the path keeps its percent-encoding, the authority its port
         // and IPv6 brackets, the query its place.
         absolute.url = url
-        guard let converted = URLRequest(httpRequest: absolute) else {
+        guard let converted = URLRequest(sending: absolute) else {
             throw RequestSerializationError(.invalidURL(path))
         }
         return converted
