@@ -28,6 +28,9 @@ struct Bench: ParsableCommand {
         case observedLibraryOnly
         /// Only metrics, or only tracing, to the dropping backends.
         case droppingMetrics, droppingTracing
+        /// HTTPOperations' callback verb (`manager.get(urlString, success:failure:)`), all
+        /// enqueued at once: the async verb's request building, with blocks.
+        case verbs
         /// HTTPOperations' async verb (`try await manager.get`), in a task group of N.
         case async
         /// HTTPOperations' HTTPTypes door (`try await manager.perform(HTTPRequest)`), in a task
@@ -110,6 +113,7 @@ struct Bench: ParsableCommand {
         case .droppingTracing: return try OperationsClient.run(workload) { $0.tracer = DroppingBackends.Tracer() }
         case .urlsession: return URLSessionClient.run(workload)
         case .asynchttpclient: return try AsyncHTTPClientBench.run(workload)
+        case .verbs: return OperationsClient.verbs(workload)
         case .async: return AsyncDoorsClient.run(workload, door: .asyncVerb)
         case .httptypes: return AsyncDoorsClient.run(workload, door: .httpTypes)
         case .httptypesOperations: return try OperationsClient.run(workload, door: .httpTypes)

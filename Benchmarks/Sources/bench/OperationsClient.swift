@@ -80,6 +80,22 @@ enum OperationsClient {
         return counter.wait()
     }
 
+    /// The callback verb, `manager.get(urlString, success:failure:)`, all enqueued at once: the
+    /// request serializer builds each request from the string, as the async verb's does, so
+    /// the two differ only in how the answer comes back.
+    static func verbs(_ workload: Workload) -> Tally {
+        let manager = manager(workload)
+        let counter = Counter(total: workload.count)
+        let urlString = workload.url.absoluteString
+        for _ in 0..<workload.count {
+            let enqueued = manager.get(urlString, success: { _, object in
+                counter.record(ok: true, bytes: Int64((object as? Data)?.count ?? 0))
+            }, failure: { _, _ in counter.record(ok: false, bytes: 0) })
+            if enqueued == nil { counter.record(ok: false, bytes: 0) }
+        }
+        return counter.wait()
+    }
+
     static func chain(_ workload: Workload, throughManager: Bool) -> Tally {
         let manager = manager(workload)
         let counter = Counter(total: workload.count)
