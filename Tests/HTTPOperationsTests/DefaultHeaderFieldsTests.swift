@@ -19,15 +19,27 @@ extension AllTests {
             let values = ["v1", "text/html, */*;q=0.8", "", "bad\r\nvalue", "folded\r\n value", "caf\u{E9}"]
             var differences: [String] = []
             for scenario in 0..<Self.scenarios {
-                let serializer = HTTPRequestSerializer()
+                let serializer = [HTTPRequestSerializer(), JSONRequestSerializer(), PropertyListRequestSerializer()]
+                    .randomElement(using: &random)!
                 for _ in 0..<Int.random(in: 1...3, using: &random) {
                     for _ in 0..<Int.random(in: 0...4, using: &random) {
                         let value = Int.random(in: 0..<5, using: &random) == 0 ? nil : values.randomElement(using: &random)!
                         serializer.setValue(value, forHTTPHeaderField: names.randomElement(using: &random)!)
                     }
                     var request = URLRequest(url: URL(string: "http://a.test/")!)
-                    for _ in 0..<Int.random(in: 0...3, using: &random) {
-                        request.setValue(values.randomElement(using: &random)!, forHTTPHeaderField: names.randomElement(using: &random)!)
+                    switch Int.random(in: 0..<3, using: &random) {
+                    case 0:
+                        for _ in 0..<Int.random(in: 0...3, using: &random) {
+                            request.setValue(values.randomElement(using: &random)!, forHTTPHeaderField: names.randomElement(using: &random)!)
+                        }
+                    default:
+                        // Fields set all at once keep their names as given (lowercase ones as
+                        // the HTTPTypes door's requests have them), or none at all: `[:]`.
+                        var own: [String: String] = [:]
+                        for _ in 0..<Int.random(in: 0...3, using: &random) {
+                            own[names.randomElement(using: &random)!] = values.randomElement(using: &random)!
+                        }
+                        request.allHTTPHeaderFields = own
                     }
                     var expected = request
                     for (field, value) in serializer.httpRequestHeaders where expected.value(forHTTPHeaderField: field) == nil {

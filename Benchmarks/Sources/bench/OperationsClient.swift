@@ -81,17 +81,25 @@ enum OperationsClient {
     }
 
     /// The callback verb, `manager.get(urlString, success:failure:)`, all enqueued at once: the
-    /// request serializer builds each request from the string, as the async verb's does, so
-    /// the two differ only in how the answer comes back.
+    /// request serializer builds each request from the string, as the async verb's does. The
+    /// two differ in how the answer comes back and in how many wait (the async client keeps
+    /// N in flight; this one enqueues all, as `operations` does). A file workload writes each
+    /// body to the file after it arrived, as the async client does.
     static func verbs(_ workload: Workload) -> Tally {
         let manager = manager(workload)
         let counter = Counter(total: workload.count)
         let urlString = workload.url.absoluteString
+        let file = workload.file.map { URL(fileURLWithPath: $0) }
         for _ in 0..<workload.count {
-            let enqueued = manager.get(urlString, success: { _, object in
-                counter.record(ok: true, bytes: Int64((object as? Data)?.count ?? 0))
+            // A request the serializer cannot build is answered by the failure block (on the
+            // completion queue) and nil: counted once, there.
+            manager.get(urlString, success: { _, object in
+                let body = object as? Data ?? Data()
+                if let file {
+                    do { try body.write(to: file) } catch { return counter.record(ok: false, bytes: 0) }
+                }
+                counter.record(ok: true, bytes: Int64(body.count))
             }, failure: { _, _ in counter.record(ok: false, bytes: 0) })
-            if enqueued == nil { counter.record(ok: false, bytes: 0) }
         }
         return counter.wait()
     }

@@ -208,11 +208,8 @@ open class HTTPRequestSerializer: URLRequestSerialization, @unchecked Sendable {
         var request = request
         let settings = settings.withLock { $0 }
         if let own = request.allHTTPHeaderFields, !own.isEmpty {
-            var fields = own
-            for (field, value) in settings.preparedHeaders where request.value(forHTTPHeaderField: field) == nil {
-                fields[field] = value
-            }
-            request.allHTTPHeaderFields = fields
+            let missing = settings.preparedHeaders.filter { field, _ in !own.keys.contains { fieldNamesMatch($0, field) } }
+            if !missing.isEmpty { request.allHTTPHeaderFields = own.merging(missing) { mine, _ in mine } }
         } else if !settings.preparedHeaders.isEmpty {
             request.allHTTPHeaderFields = settings.preparedHeaders
         }
