@@ -46,6 +46,11 @@ let package = Package(
             name: "soak",
             dependencies: ["CMallocStats", .product(name: "HTTPOperations", package: "HTTPOperations")]
         ),
+        // Issue 27's memory figures: heap bytes per waiting operation, stage by stage.
+        .executableTarget(
+            name: "opcost",
+            dependencies: ["CMallocStats", .product(name: "HTTPOperations", package: "HTTPOperations")]
+        ),
         // glibc's mallinfo2 for the soak's samples (<malloc.h> is not in Swift's Glibc module).
         .target(name: "CMallocStats"),
     ],

@@ -161,7 +161,8 @@ extension HTTPRequestOperationManager {
         body?.attach(to: &urlRequest)
         let operation = httpRequestOperation(with: urlRequest, success: nil, failure: nil)
         operation.responseSerializer = Self.everyAnswer
-        operation.state.withLock { $0.settings.everyStatusIsAnAnswer = true }
+        // In the state, not the settings: those stay shared with the manager's operations.
+        operation.state.withLock { $0.everyStatusIsAnAnswer = true }
         return operation
     }
 

@@ -42,27 +42,78 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     struct Settings {
         var requestSerializer = HTTPRequestSerializer()
         var responseSerializer: any URLResponseSerialization = JSONResponseSerializer()
-        var securityPolicies = HostSecurityPolicies()
-        var allowedSchemes: Set<String>?
-        var route = NetworkRoute.default
-        var cookieStore: CookieStore?
-        var cache: HTTPCache?
+        /// The settings every operation the manager configures gets, as one shared copy (see
+        /// `configure`): the manager's own fields below that operations get are kept here.
+        var forOperations = SharedSettings.defaults
         /// The observer of ``reachabilityManager`` while ``suspendsWhileUnreachable`` is set.
         var reachabilityObserver: Handover<any NSObjectProtocol>?
-        var serverTrustEvaluation: ServerTrustEvaluation?
-        var totalTimeout: Duration?
-        var logger = URLConnectionOperation.silentLogger
-        var metrics = RequestMetrics.bootstrapped
         /// `.none`: each operation keeps the tracer current where it was made.
-        var tracer: (any Tracer)??
-        var sensitiveHeaderFields: Set<String> = []
-        var completionQueue: DispatchQueue?
-        var completionGroup: DispatchGroup?
-        var credential: URLCredential?
+        var tracer: (any Tracer)?? {
+            didSet { forOperations.value.tracer = tracer ?? nil }
+        }
         var timeoutInterval: TimeInterval?
         var operationFactory: OperationFactory = { HTTPRequestOperation(request: $0) }
         /// Set by `shutdown`: operations enqueued afterwards are refused.
         var isShutDown = false
+
+        var securityPolicies: HostSecurityPolicies {
+            get { forOperations.value.securityPolicies }
+            set { forOperations.value.securityPolicies = newValue }
+        }
+        var allowedSchemes: Set<String>? {
+            get { forOperations.value.allowedSchemes }
+            set { forOperations.value.allowedSchemes = newValue }
+        }
+        var route: NetworkRoute {
+            get { forOperations.value.route }
+            set { forOperations.value.route = newValue }
+        }
+        var cookieStore: CookieStore? {
+            get { forOperations.value.cookieStore }
+            set { forOperations.value.cookieStore = newValue }
+        }
+        var cache: HTTPCache? {
+            get { forOperations.value.cache }
+            set { forOperations.value.cache = newValue }
+        }
+        var serverTrustEvaluation: ServerTrustEvaluation? {
+            get { forOperations.value.serverTrustEvaluation }
+            set { forOperations.value.serverTrustEvaluation = newValue }
+        }
+        var totalTimeout: Duration? {
+            get { forOperations.value.totalTimeout }
+            set { forOperations.value.totalTimeout = newValue }
+        }
+        var logger: Logger {
+            get { forOperations.value.logger }
+            set { forOperations.value.logger = newValue }
+        }
+        var metrics: RequestMetrics? {
+            get { forOperations.value.metrics }
+            set { forOperations.value.metrics = newValue }
+        }
+        var sensitiveHeaderFields: Set<String> {
+            get { forOperations.value.sensitiveHeaderFields }
+            set { forOperations.value.sensitiveHeaderFields = newValue }
+        }
+        var completionQueue: DispatchQueue? {
+            get { forOperations.value.completionQueue }
+            set { forOperations.value.completionQueue = newValue }
+        }
+        var completionGroup: DispatchGroup? {
+            get { forOperations.value.completionGroup }
+            set { forOperations.value.completionGroup = newValue }
+        }
+        var credential: URLCredential? {
+            get { forOperations.value.credential }
+            set { forOperations.value.credential = newValue }
+        }
+
+        /// Sets the credential, and the origin it is for: `baseURL`'s when there is one.
+        mutating func setCredential(_ credential: URLCredential?, baseURL: URL?) {
+            self.credential = credential
+            forOperations.value.credentialOrigin = credential == nil ? nil : baseURL
+        }
     }
 
     let settings = Mutex(Settings())
@@ -216,7 +267,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// elsewhere, or a redirect there, goes without it.
     public var credential: URLCredential? {
         get { settings.withLock { $0.credential } }
-        set { settings.withLock { $0.credential = newValue } }
+        set { settings.withLock { $0.setCredential(newValue, baseURL: baseURL) } }
     }
 
     /// Where the manager's operations log (see ``URLConnectionOperation/logger``): silent by
@@ -293,6 +344,12 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         // One lock for what goes to the operation's settings, already normalized here.
         let baseURL = baseURL
         operation.state.withLock { state in
+            // An operation nobody changed takes the manager's settings as they are: one copy
+            // shared by all (equal to what the assignments below make of the defaults).
+            if state.sharedSettings.isDefaults {
+                state.sharedSettings = settings.forOperations
+                return
+            }
             state.settings.securityPolicies = settings.securityPolicies
             state.settings.allowedSchemes = settings.allowedSchemes
             state.settings.route = settings.route

@@ -26,7 +26,10 @@ extension URLConnectionOperation {
         // After prepareRequest(), so observers see the request that is sent.
         NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
         // The settings and the request only: copying the whole state retains every field.
-        var (settings, request, cancelledBefore) = state.withLock { ($0.settings, $0.currentRequest, $0.cancelRequested) }
+        var (settings, request, cancelledBefore, everyStatusIsAnAnswer) = state.withLock {
+            ($0.settings, $0.currentRequest, $0.cancelRequested, $0.everyStatusIsAnAnswer)
+        }
+        settings.everyStatusIsAnAnswer = everyStatusIsAnAnswer
         if cancelledBefore {
             // Cancelled before it started: nothing is opened or sent.
             conclude(response: nil, data: nil, error: cancellationError())
@@ -202,13 +205,8 @@ extension URLConnectionOperation {
             state.error = state.cancelRequested ? cancellationError() : error
             // The blocks are done with: a block that captures its operation must not keep it
             // alive (they run on the callback queue, whose reporters hold their own copies).
-            state.settings.uploadProgress = nil
-            state.settings.downloadProgress = nil
-            state.settings.redirectBlock = nil
-            state.settings.informationalBlock = nil
-            state.settings.requestTrailers = nil
-            state.settings.challengeBlock = nil
-            state.settings.serverTrustEvaluation = nil
+            // Read first: settings shared with the manager have none, and writing would copy them.
+            if state.settings.holdsBlocks { state.settings.dropBlocks() }
             defer { state.pendingPauseCompletions.removeAll() }
             return (state.settings.completionQueue, state.settings.completionGroup, state.pendingPauseCompletions,
                     state.cacheExchange != nil)

@@ -59,6 +59,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var bodyChannel: ResponseBodyChannel?
         /// Every final status is the answer and its body the body (the HTTPTypes door): an
         /// error answer is not held aside but delivered like a 200, to memory or a stream.
+        /// Taken from ``State/everyStatusIsAnAnswer`` at start.
         var everyStatusIsAnAnswer = false
         var completionQueue: DispatchQueue?
         var completionGroup: DispatchGroup?
@@ -94,6 +95,24 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var tracer: (any Tracer)?
         /// The context the span is a child of: the task's, when the operation was made.
         var serviceContext: ServiceContext?
+
+        /// Whether any of the blocks ``dropBlocks()`` drops is set.
+        var holdsBlocks: Bool {
+            uploadProgress != nil || downloadProgress != nil || redirectBlock != nil || informationalBlock != nil
+                || requestTrailers != nil || challengeBlock != nil || serverTrustEvaluation != nil
+        }
+
+        /// Drops the blocks the transfer calls, once it is over: a block that captures its
+        /// operation must not keep it alive.
+        mutating func dropBlocks() {
+            uploadProgress = nil
+            downloadProgress = nil
+            redirectBlock = nil
+            informationalBlock = nil
+            requestTrailers = nil
+            challengeBlock = nil
+            serverTrustEvaluation = nil
+        }
     }
 
     /// What metrics and tracing need from start to outcome.
@@ -114,30 +133,32 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// an answer asks of the network thread are queued in the lock that took it, so the
     /// network thread performs them in the order the machine answered.
     struct State {
-        /// Every decision about the transfer, and the only record of whether it is paused or
-        /// its outcome given (``TransferStateMachine/isFinished``; cancel() is then a no-op).
-        /// Inline, not boxed: a box made every access a dynamically checked class access
-        /// (small GETs 0.93x, +8% CPU in paired runs), for 466 bytes an operation.
-        var machine = TransferStateMachine(configuration: .init())
         /// start() took the operation (it left `ready`).
         var started = false
         /// The outcome was delivered: processResponse() and the observers have run.
         var delivered = false
         /// Set by the first effective cancel(); start() checks it under the same lock.
         var cancelRequested = false
+        /// Set by the HTTPTypes door (see ``Settings/everyStatusIsAnAnswer``). Kept here so
+        /// that the door's operations still share their manager's settings.
+        var everyStatusIsAnAnswer = false
         var currentRequest: URLRequest
-        var settings = Settings()
+        /// Shared with the manager, or with every unconfigured operation, until changed.
+        var sharedSettings = SharedSettings.defaults
+        /// The settings, copied on the first change (see ``SharedSettings``).
+        var settings: Settings {
+            _read { yield sharedSettings.value }
+            _modify { yield &sharedSettings.value }
+        }
+        /// The state machine, the response head, trailers, timings, resume data, observation
+        /// and cache exchange: made at start (see ``TransferRecord``).
+        var recordStorage: TransferRecordStorage?
         /// The response, once built. HTTP responses arrive as `responseHead` and are built on
         /// first use, off the network thread (`HTTPURLResponse.init` is costly).
         var response: URLResponse?
-        var responseHead: (head: ResponseHead, url: URL)?
-        /// The trailer fields after the final response's body, if it had any.
-        var responseTrailers: ResponseHead?
         var responseData: Data?
         var error: (any Error)?
         var userInfo: [String: any Sendable] = [:]
-        var timings: TransferTimings?
-        var resumeData: ResumeData?
         /// The network-side half of the operation, while it is executing or paused.
         var connection: Connection?
         /// Run once the outcome is known, before the finished state (see `whenOutcomeKnown`).
@@ -154,9 +175,6 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var announcing = false
         /// HTTPRequestOperation's own fields, behind the same lock.
         var http = HTTPRequestOperation.HTTPState()
-        var observation = Observation()
-        /// The cache's plan for the request, from start to the answer (see `consultCache`).
-        var cacheExchange: CacheExchange?
 
         /// Where the operation is: derived, never stored. Paused exactly while the machine
         /// holds a pause, and still when the outcome came during one; otherwise executing
@@ -214,8 +232,9 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         self.requestID = RequestLogging.nextRequestID()
         var initial = State(currentRequest: request)
         // Task-locals reach neither the operation queue nor the network thread: read them here.
-        initial.settings.tracer = RequestTracing.currentTracer
-        initial.settings.serviceContext = ServiceContext.current
+        // Only when set: writing would give the operation settings of its own.
+        if let tracer = RequestTracing.currentTracer { initial.settings.tracer = tracer }
+        if let context = ServiceContext.current { initial.settings.serviceContext = context }
         self.state = Mutex(initial)
         super.init()
     }
