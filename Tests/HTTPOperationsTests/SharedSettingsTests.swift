@@ -168,14 +168,14 @@ extension AllTests {
             manager.responseSerializer = HTTPResponseSerializer()
             let operation = manager.httpRequestOperation(with: URLRequest(url: server.url(.echo)), success: nil, failure: nil)
             let (sharesManagers, hasRecord) = operation.state.withLock { state in
-                (manager.settings.withLock { state.sharedSettings.isSame(as: $0.forOperations) }, state.recordStorage != nil)
+                (manager.settings.withLock { state.sharedSettings.isSame(as: $0.forOperations) }, state.recordStorage !== URLConnectionOperation.TransferRecordStorage.initial)
             }
             #expect(sharesManagers)
             #expect(!hasRecord)
             manager.enqueue(operation)
             try await waitUntilFinished(operation)
             #expect(operation.error == nil)
-            #expect(operation.state.withLock { $0.recordStorage != nil })
+            #expect(operation.state.withLock { $0.recordStorage !== URLConnectionOperation.TransferRecordStorage.initial })
         }
     }
 }
