@@ -9,7 +9,8 @@ import HTTPOperations
 /// the growth of glibc's bytes in use (mallinfo2) by `count`. Nothing touches the network:
 /// the operations wait on a suspended queue.
 ///
-/// Usage: `opcost [count]`. Prints one line per stage.
+/// Usage: `opcost [count]`. Prints one line per stage; fails when a stage measures nothing.
+/// `Benchmarks/run` prints it after its tables (and its smoke run runs it once).
 @main
 struct OpCost {
     static func inUse() -> Int { Int(cmallocstats_read().inUse) }
@@ -52,5 +53,10 @@ struct OpCost {
             }),
         ]
         for (name, bytes) in rows { print(name.padding(toLength: 44, withPad: " ", startingAt: 0) + String(format: "%8.0f bytes", bytes)) }
+        // Every stage holds something: a stage that measured nothing means the probe failed.
+        if rows.contains(where: { $0.1 <= 0 }) {
+            FileHandle.standardError.write(Data("opcost: a stage measured no bytes; mallinfo2 is not counting\n".utf8))
+            exit(1)
+        }
     }
 }
