@@ -1,8 +1,10 @@
 @testable import HTTPOperations
 import Foundation
 import HTTPTestServer
+import InMemoryTracing
 import Synchronization
 import Testing
+import Tracing
 
 extension AllTests {
     /// Operations share their manager's settings until one changes (issue 27, memory): a
@@ -11,9 +13,14 @@ extension AllTests {
         /// Seeded scenarios of 40 steps (fewer under a sanitizer, where each step is slower).
         static let scenarios = underSanitizer ? 100 : 1_000
 
-        /// A subclass that sets a field of its own when made, as users' subclasses do.
+        /// A subclass whose `init` sets a field of its own, as users' subclasses do (the
+        /// factory then sets more before the manager configures it).
         final class Preset: HTTPRequestOperation, @unchecked Sendable {
             // @unchecked Sendable: no state beyond the superclass's, which keeps it behind its lock.
+            override init(request: URLRequest) {
+                super.init(request: request)
+                sensitiveHeaderFields = ["x-preset"]
+            }
         }
 
         /// What one holder (the manager or an operation) should read.
@@ -66,7 +73,7 @@ extension AllTests {
                                            Expected(queue: managerModel.queue, timeout: managerModel.timeout,
                                                     sensitive: managerModel.sensitive, user: managerModel.user, redirects: 16)))
                     case 3:
-                        // The subclass's own queue is the manager's to set; its redirects stay.
+                        // Its queue and sensitive fields are the manager's to set; its redirects stay.
                         action = "made by a factory that presets"
                         manager.operationFactory = { request in
                             let operation = Preset(request: request)
@@ -172,10 +179,71 @@ extension AllTests {
             }
             #expect(sharesManagers)
             #expect(!hasRecord)
+            // On a suspended queue, where Foundation reads its readiness: still nothing.
+            manager.operationQueue.isSuspended = true
             manager.enqueue(operation)
+            #expect(operation.state.withLock { $0.recordStorage === URLConnectionOperation.TransferRecordStorage.initial })
+            manager.operationQueue.isSuspended = false
             try await waitUntilFinished(operation)
             #expect(operation.error == nil)
             #expect(operation.state.withLock { $0.recordStorage !== URLConnectionOperation.TransferRecordStorage.initial })
+        }
+
+        /// The manager's own blocks (a server-trust block) are not dropped from the settings
+        /// it shares when an operation ends: that would copy them for every request.
+        @Test func anOperationEndsStillSharingItsManagersBlocks() async throws {
+            let server = try TestServer.start()
+            defer { server.shutdown() }
+            let manager = HTTPRequestOperationManager()
+            manager.responseSerializer = HTTPResponseSerializer()
+            manager.setServerTrustEvaluationBlock { _, _ in true }
+            let operation = manager.httpRequestOperation(with: URLRequest(url: server.url(.echo)), success: nil, failure: nil)
+            manager.enqueue(operation)
+            try await waitUntilFinished(operation)
+            #expect(operation.error == nil)
+            #expect(operation.state.withLock { state in
+                manager.settings.withLock { state.sharedSettings.isSame(as: $0.forOperations) }
+            })
+        }
+
+        /// An operation made under a bound tracer keeps it, and still shares its manager's
+        /// settings (the tracer and context live beside them); one with a block of its own
+        /// drops it at the end.
+        @Test func aTracedOperationSharesItsManagersSettingsToo() async throws {
+            let manager = HTTPRequestOperationManager()
+            let tracer = InMemoryTracer()
+            let traced = withTracer(tracer) {
+                manager.httpRequestOperation(with: URLRequest(url: URL(string: "http://a.test/")!), success: nil, failure: nil)
+            }
+            #expect(traced.tracer is InMemoryTracer)
+            #expect(traced.state.withLock { state in
+                manager.settings.withLock { state.sharedSettings.isSame(as: $0.forOperations) }
+            })
+            // The manager's tracer, once set (to nil too), is every operation's it configures.
+            manager.tracer = nil
+            let untraced = withTracer(tracer) {
+                manager.httpRequestOperation(with: URLRequest(url: URL(string: "http://a.test/")!), success: nil, failure: nil)
+            }
+            #expect(untraced.tracer == nil)
+        }
+
+        /// Operations cancelled before they start, or refused, write a record of their own:
+        /// the shared one every waiting operation reads stays as made.
+        @Test func theSharedInitialRecordIsNeverWritten() async throws {
+            let manager = HTTPRequestOperationManager()
+            manager.responseSerializer = HTTPResponseSerializer()
+            let cancelled = manager.httpRequestOperation(with: URLRequest(url: URL(string: "http://a.test/")!), success: nil, failure: nil)
+            cancelled.cancel()
+            manager.enqueue(cancelled)
+            let refused = manager.httpRequestOperation(with: URLRequest(url: URL(string: "gopher://a.test/")!), success: nil, failure: nil)
+            manager.enqueue(refused)
+            try await waitUntilFinished(cancelled)
+            try await waitUntilFinished(refused)
+            #expect(cancelled.isCancelled && refused.error != nil)
+            let initial = URLConnectionOperation.TransferRecordStorage.initial.value
+            #expect(!initial.machine.isFinished && !initial.machine.isPaused)
+            #expect(initial.timings == nil && initial.responseHead == nil && initial.resumeData == nil)
+            #expect(initial.observation.metrics == nil && initial.observation.startedAt == nil && initial.observation.span == nil)
         }
     }
 }

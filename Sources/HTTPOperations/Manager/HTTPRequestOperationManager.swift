@@ -48,9 +48,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         /// The observer of ``reachabilityManager`` while ``suspendsWhileUnreachable`` is set.
         var reachabilityObserver: Handover<any NSObjectProtocol>?
         /// `.none`: each operation keeps the tracer current where it was made.
-        var tracer: (any Tracer)?? {
-            didSet { forOperations.value.tracer = tracer ?? nil }
-        }
+        var tracer: (any Tracer)??
         var timeoutInterval: TimeInterval?
         var operationFactory: OperationFactory = { HTTPRequestOperation(request: $0) }
         /// Set by `shutdown`: operations enqueued afterwards are refused.
@@ -346,6 +344,8 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         operation.state.withLock { state in
             // An operation nobody changed takes the manager's settings as they are: one copy
             // shared by all (equal to what the assignments below make of the defaults).
+            // The tracer is the state's, beside the settings (see `SpanParent`).
+            if let tracer = settings.tracer { state.tracer = tracer }
             if state.sharedSettings.isDefaults {
                 state.sharedSettings = settings.forOperations
                 return
@@ -359,7 +359,6 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
             state.settings.totalTimeout = settings.totalTimeout
             state.settings.logger = settings.logger
             state.settings.metrics = settings.metrics
-            if let tracer = settings.tracer { state.settings.tracer = tracer }
             state.settings.sensitiveHeaderFields = settings.sensitiveHeaderFields
             state.settings.credential = settings.credential
             // The manager's credential is for its base URL's origin, whatever URL a request names.

@@ -8,9 +8,11 @@
 /// them.
 ///
 /// Thread safety: a storage is only ever written in place while it is uniquely referenced,
-/// and new references to it are only taken under the lock of the state that holds it (an
-/// operation's or the manager's), the same lock its writer holds. So a storage that two
-/// holders share is never written, and reading it from both is safe.
+/// and every holder (an operation's state, the manager's settings, a copy of those taken
+/// under their lock) is itself only accessed exclusively: under its lock, or as a local
+/// value. So a new reference is never taken from a holder while that holder writes in
+/// place, a storage that two holders share is never written, and reading it from both is
+/// safe.
 struct SharedSettings {
     /// The storage; `@unchecked Sendable` because of the rule above: shared means read-only.
     private final class Storage: @unchecked Sendable {
@@ -30,6 +32,9 @@ struct SharedSettings {
 
     /// Whether these are still the process-wide defaults, untouched.
     var isDefaults: Bool { isSame(as: Self.defaults) }
+
+    /// Whether no other holder shares these settings.
+    mutating func isOwn() -> Bool { isKnownUniquelyReferenced(&storage) }
 
     /// Whether `other` is this very copy, not a copy that happens to be equal.
     func isSame(as other: SharedSettings) -> Bool { storage === other.storage }

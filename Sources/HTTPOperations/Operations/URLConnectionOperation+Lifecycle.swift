@@ -26,8 +26,8 @@ extension URLConnectionOperation {
         // After prepareRequest(), so observers see the request that is sent.
         NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
         // The settings and the request only: copying the whole state retains every field.
-        var (settings, request, cancelledBefore, everyStatusIsAnAnswer) = state.withLock {
-            ($0.settings, $0.currentRequest, $0.cancelRequested, $0.everyStatusIsAnAnswer)
+        var (settings, request, cancelledBefore, everyStatusIsAnAnswer, spanParent) = state.withLock {
+            ($0.settings, $0.currentRequest, $0.cancelRequested, $0.everyStatusIsAnAnswer, $0.spanParent)
         }
         settings.everyStatusIsAnAnswer = everyStatusIsAnAnswer
         if cancelledBefore {
@@ -37,7 +37,7 @@ extension URLConnectionOperation {
         }
         // Answered from the cache, or refused by its policy: nothing is sent.
         if let cache = settings.cache, consultCache(cache, request: &request, settings: settings) { return }
-        startSpan(settings: settings, request: &request)
+        startSpan(spanParent, request: &request)
         // Built outside the lock: it works out the first transfer and opens the body's file.
         let connection = Connection(operation: self, settings: consume settings, request: request)
         connection.logger.debug("request started")
@@ -205,8 +205,10 @@ extension URLConnectionOperation {
             state.error = state.cancelRequested ? cancellationError() : error
             // The blocks are done with: a block that captures its operation must not keep it
             // alive (they run on the callback queue, whose reporters hold their own copies).
-            // Read first: settings shared with the manager have none, and writing would copy them.
-            if state.settings.holdsBlocks { state.settings.dropBlocks() }
+            // Only from settings of its own: shared ones are the manager's (a block set on the
+            // operation copies them first), whose blocks do not capture the operation, and
+            // writing would copy them.
+            if state.settings.holdsBlocks, state.sharedSettings.isOwn() { state.settings.dropBlocks() }
             defer { state.pendingPauseCompletions.removeAll() }
             return (state.settings.completionQueue, state.settings.completionGroup, state.pendingPauseCompletions,
                     state.cacheExchange != nil)
@@ -295,7 +297,10 @@ extension URLConnectionOperation {
             guard after != before else { return (result, nil, nil) }
             assert(before.canTransition(to: after), "phase \(before) → \(after)")
             let keys = before.changedKeys(to: after)
-            let inFlight = inFlightChange(from: before, to: after, &state.observation, settings: state.settings)
+            // Only the metrics, read first: both are computed properties of the state now, and
+            // passing the settings beside an inout access would copy them.
+            let metrics = before == .ready ? state.settings.metrics : nil
+            let inFlight = inFlightChange(from: before, to: after, &state.observation, metrics: metrics)
             guard !state.announcing else {
                 state.unannounced.append(contentsOf: keys)
                 return (result, nil, inFlight)
@@ -319,8 +324,8 @@ extension URLConnectionOperation {
     /// executing, down when it stops (paused or finished), on the instruments fixed when it
     /// left `ready` — so every increment has its decrement, whatever is set meanwhile.
     private func inFlightChange(from phase: OperationPhase, to next: OperationPhase, _ observation: inout Observation,
-                                settings: borrowing Settings) -> (Meter, up: Bool)? {
-        if phase == .ready, let metrics = settings.metrics {
+                                metrics: RequestMetrics?) -> (Meter, up: Bool)? {
+        if phase == .ready, let metrics {
             observation.metrics = metrics
             observation.startedAt = .now
         }

@@ -27,23 +27,22 @@ extension URLConnectionOperation {
     /// `InstrumentationSystem` (or bound with `withTracer`) when the operation was made, nil
     /// when that is the no-op tracer; nil traces nothing. Read when the operation starts.
     public var tracer: (any Tracer)? {
-        get { state.withLock { $0.settings.tracer } }
-        set { state.withLock { $0.settings.tracer = newValue } }
+        get { state.withLock { $0.tracer } }
+        set { state.withLock { $0.tracer = newValue } }
     }
 
     /// The context the operation's span is a child of. Default: `ServiceContext.current` where
     /// the operation was made — the operation starts on a queue, where the task's context is
     /// gone, so it is captured then.
     public var serviceContext: ServiceContext? {
-        get { state.withLock { $0.settings.serviceContext } }
-        set { state.withLock { $0.settings.serviceContext = newValue } }
+        get { state.withLock { $0.serviceContext } }
+        set { state.withLock { $0.serviceContext = newValue } }
     }
 
-    /// Starts the span when there is a tracer, writing its header fields into `request`
-    /// (`settings` is the copy the connection is made from).
-    func startSpan(settings: Settings, request: inout URLRequest) {
-        guard let tracer = settings.tracer else { return }
-        let span = RequestTracing.startSpan(tracer: tracer, context: settings.serviceContext ?? .topLevel,
+    /// Starts the span when there is a tracer, writing its header fields into `request`.
+    func startSpan(_ parent: SpanParent?, request: inout URLRequest) {
+        guard let tracer = parent?.tracer else { return }
+        let span = RequestTracing.startSpan(tracer: tracer, context: parent?.context ?? .topLevel,
                                             request: &request, requestID: requestID)
         let sent = request
         state.withLock { state in

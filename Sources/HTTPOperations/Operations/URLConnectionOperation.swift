@@ -91,10 +91,6 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var logger = URLConnectionOperation.silentLogger
         /// swift-metrics instruments; nil reports nothing.
         var metrics = RequestMetrics.bootstrapped
-        /// The tracer of the operation's span; nil traces nothing.
-        var tracer: (any Tracer)?
-        /// The context the span is a child of: the task's, when the operation was made.
-        var serviceContext: ServiceContext?
 
         /// Whether any of the blocks ``dropBlocks()`` drops is set.
         var holdsBlocks: Bool {
@@ -142,6 +138,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// Set by the HTTPTypes door (see ``Settings/everyStatusIsAnAnswer``). Kept here so
         /// that the door's operations still share their manager's settings.
         var everyStatusIsAnAnswer = false
+        /// The span's tracer and context; nil: neither (see ``SpanParent``).
+        var spanParent: SpanParent?
         var currentRequest: URLRequest
         /// Shared with the manager, or with every unconfigured operation, until changed.
         var sharedSettings = SharedSettings.defaults
@@ -232,9 +230,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         self.requestID = RequestLogging.nextRequestID()
         var initial = State(currentRequest: request)
         // Task-locals reach neither the operation queue nor the network thread: read them here.
-        // Only when set: writing would give the operation settings of its own.
-        if let tracer = RequestTracing.currentTracer { initial.settings.tracer = tracer }
-        if let context = ServiceContext.current { initial.settings.serviceContext = context }
+        // Beside the settings, which stay shared (see `SpanParent`).
+        initial.spanParent = .make(tracer: RequestTracing.currentTracer, context: ServiceContext.current)
         self.state = Mutex(initial)
         super.init()
     }
