@@ -342,10 +342,10 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         // One lock for what goes to the operation's settings, already normalized here.
         let baseURL = baseURL
         operation.state.withLock { state in
-            // An operation nobody changed takes the manager's settings as they are: one copy
-            // shared by all (equal to what the assignments below make of the defaults).
             // The tracer is the state's, beside the settings (see `SpanParent`).
             if let tracer = settings.tracer { state.tracer = tracer }
+            // An operation nobody changed takes the manager's settings as they are: one copy
+            // shared by all (equal to what the assignments below make of the defaults).
             if state.sharedSettings.isDefaults {
                 state.sharedSettings = settings.forOperations
                 return

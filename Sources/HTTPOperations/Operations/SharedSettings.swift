@@ -16,8 +16,9 @@
 struct SharedSettings {
     /// The storage; `@unchecked Sendable` because of the rule above: shared means read-only.
     private final class Storage: @unchecked Sendable {
-        // Unchecked exclusivity: every access is made under the holder's lock, and the
-        // dynamic check would cost each access a runtime call.
+        // Unchecked exclusivity: by the rule above, a write in place is made by the one
+        // holder, which no one else accesses meanwhile; the dynamic check would cost each
+        // access a runtime call.
         @exclusivity(unchecked) var value: URLConnectionOperation.Settings
 
         init(_ value: URLConnectionOperation.Settings) { self.value = value }
