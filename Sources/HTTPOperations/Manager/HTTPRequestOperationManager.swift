@@ -39,11 +39,14 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// Called with the operation (nil when none was made) and the error.
     public typealias Failure = @Sendable (_ operation: HTTPRequestOperation?, _ error: any Error) -> Void
 
+    /// The manager's settings; those its operations get are read and written through
+    /// `forOperations` by name (see the subscript).
+    @dynamicMemberLookup
     struct Settings {
         var requestSerializer = HTTPRequestSerializer()
         var responseSerializer: any URLResponseSerialization = JSONResponseSerializer()
         /// The settings every operation the manager configures gets, as one shared copy (see
-        /// `configure`): the manager's own fields below that operations get are kept here.
+        /// `configure`).
         var forOperations = SharedSettings.defaults
         /// The observer of ``reachabilityManager`` while ``suspendsWhileUnreachable`` is set.
         var reachabilityObserver: Handover<any NSObjectProtocol>?
@@ -54,57 +57,11 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         /// Set by `shutdown`: operations enqueued afterwards are refused.
         var isShutDown = false
 
-        var securityPolicies: HostSecurityPolicies {
-            get { forOperations.value.securityPolicies }
-            set { forOperations.value.securityPolicies = newValue }
-        }
-        var allowedSchemes: Set<String>? {
-            get { forOperations.value.allowedSchemes }
-            set { forOperations.value.allowedSchemes = newValue }
-        }
-        var route: NetworkRoute {
-            get { forOperations.value.route }
-            set { forOperations.value.route = newValue }
-        }
-        var cookieStore: CookieStore? {
-            get { forOperations.value.cookieStore }
-            set { forOperations.value.cookieStore = newValue }
-        }
-        var cache: HTTPCache? {
-            get { forOperations.value.cache }
-            set { forOperations.value.cache = newValue }
-        }
-        var serverTrustEvaluation: ServerTrustEvaluation? {
-            get { forOperations.value.serverTrustEvaluation }
-            set { forOperations.value.serverTrustEvaluation = newValue }
-        }
-        var totalTimeout: Duration? {
-            get { forOperations.value.totalTimeout }
-            set { forOperations.value.totalTimeout = newValue }
-        }
-        var logger: Logger {
-            get { forOperations.value.logger }
-            set { forOperations.value.logger = newValue }
-        }
-        var metrics: RequestMetrics? {
-            get { forOperations.value.metrics }
-            set { forOperations.value.metrics = newValue }
-        }
-        var sensitiveHeaderFields: Set<String> {
-            get { forOperations.value.sensitiveHeaderFields }
-            set { forOperations.value.sensitiveHeaderFields = newValue }
-        }
-        var completionQueue: DispatchQueue? {
-            get { forOperations.value.completionQueue }
-            set { forOperations.value.completionQueue = newValue }
-        }
-        var completionGroup: DispatchGroup? {
-            get { forOperations.value.completionGroup }
-            set { forOperations.value.completionGroup = newValue }
-        }
-        var credential: URLCredential? {
-            get { forOperations.value.credential }
-            set { forOperations.value.credential = newValue }
+        /// The settings its operations get, by name (`settings.logger`, `settings.route`, …):
+        /// kept in `forOperations`, so that a change reaches operations made from then on.
+        subscript<Value>(dynamicMember field: WritableKeyPath<URLConnectionOperation.Settings, Value>) -> Value {
+            get { forOperations.value[keyPath: field] }
+            set { forOperations.value[keyPath: field] = newValue }
         }
 
         /// Sets the credential, and the origin it is for: `baseURL`'s when there is one.
