@@ -62,6 +62,7 @@ struct Download: ParsableCommand {
         let interruption = ShutDownOnSignals(manager: manager, file: file, display: display)
         manager.enqueue(operation)
         operation.waitUntilFinished()
+        RequestOptions.waitForCallbacks()
         // A signal finishes the operation cancelled; the handler reports and exits.
         interruption.exitIfShuttingDown()
         interruption.cancel()

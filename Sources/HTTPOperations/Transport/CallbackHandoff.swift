@@ -45,8 +45,12 @@ final class CallbackHandoff {
             let parcel = self.parcel
             queue.async {
                 let taken = parcel.takeRetainedValue()
+                let group = taken.group
                 taken.work()
-                taken.group?.leave()
+                // Let go before leaving: whoever waits on the group then finds everything the
+                // work captured (an operation, its body) released, as `async(group:)` does.
+                _ = consume taken
+                group?.leave()
             }
         }
     }
