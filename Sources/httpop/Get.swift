@@ -53,7 +53,7 @@ struct RequestOptions: ParsableArguments {
     /// Waits until the operation's callbacks have returned and let go of what they hold: the
     /// library's threads still release the operation's last references just after it
     /// finishes, and a process that exits meanwhile has them mid-release (LeakSanitizer then
-    /// reports its body as leaked: 8 runs in 20 under load).
+    /// reported its body as leaked in 8 runs of 20 under load).
     static func waitForCallbacks() {
         callbacks.wait()
     }
