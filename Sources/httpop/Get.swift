@@ -83,8 +83,8 @@ struct RequestOptions: ParsableArguments {
         return operation
     }
 
-    /// Gives `operation` the TLS policy and the route, and allows `file:` when that is what
-    /// was asked for.
+    /// Gives `operation` the TLS policy, the route and the command's completion group (see
+    /// `waitForCallbacks`), and allows `file:` when that is what was asked for.
     func configure(_ operation: HTTPRequestOperation) throws {
         operation.completionGroup = Self.callbacks
         operation.securityPolicy = try tls.securityPolicy()

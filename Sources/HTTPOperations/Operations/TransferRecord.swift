@@ -50,6 +50,8 @@ extension URLConnectionOperation.State {
         }
     }
 
+    // The record's fields by name, written out rather than through a dynamic-member key path:
+    // the machine is reached on every event of every transfer.
     var machine: TransferStateMachine {
         _read { yield record.machine }
         _modify { yield &record.machine }
