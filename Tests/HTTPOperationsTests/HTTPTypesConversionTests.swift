@@ -12,7 +12,9 @@ extension AllTests {
 
         /// `URLRequest(sending:)` makes what `URLRequest(httpRequest:)` makes: the same URL,
         /// method and header fields, for every method (an extended CONNECT too), repeated
-        /// fields and cookies, values that are not ASCII, and requests that name no URL.
+        /// fields and cookies, values that are not ASCII, targets that are not UTF-8 or not a
+        /// URL's characters, and requests that name no URL (an OPTIONS of `*`, no authority,
+        /// no path).
         @Test func itMakesWhatTheLibraryMakes() throws {
             var random = SeededGenerator(for: "URLRequest(sending:)")
             var differences: [String] = []
@@ -98,9 +100,22 @@ extension AllTests {
             let method = methods.randomElement(using: &random)!
             var request = HTTPRequest(method: method, scheme: Bool.random(using: &random) ? "https" : "http",
                                       authority: authorities.randomElement(using: &random)!, path: path)
-            switch Int.random(in: 0..<10, using: &random) {
+            switch Int.random(in: 0..<16, using: &random) {
             case 0: request.scheme = nil; request.authority = nil  // a path alone: no URL
             case 1 where method == .connect: request.extendedConnectProtocol = "websocket"
+            case 2: request.path = "*"  // an OPTIONS of the server names no URL
+            case 3: request.authority = nil
+            case 4: request.path = nil
+            case 5: request.path = "/a b|c"  // not a URL's characters
+            case 6:
+                // Bytes that are not UTF-8 in the path or the authority: repaired alike.
+                let bad = [UInt8(ascii: "/"), 0xC3, UInt8.random(in: 0x80...0xFF, using: &random), 0x2F, 0xE9]
+                // (The pseudo-header fields' names are the library's own: taken from the fields.)
+                if Bool.random(using: &random), let path = request.pseudoHeaderFields.path {
+                    request.pseudoHeaderFields.path = HTTPField(name: path.name, lenientValue: bad)
+                } else if let authority = request.pseudoHeaderFields.authority {
+                    request.pseudoHeaderFields.authority = HTTPField(name: authority.name, lenientValue: Array("h".utf8) + bad.dropFirst())
+                }
             default: break
             }
             let names = ["Cookie", "X-Multi", "x-multi", "Accept", "Content-Type", "X-Latin"].compactMap { HTTPField.Name($0) }

@@ -47,7 +47,7 @@ enum AsyncDoorsClient {
                 let outcome = try await manager.get(workload.url.absoluteString)
                 body = outcome.object as? Data ?? Data()
             case .httpTypes:
-                let (response, data) = try await manager.perform(HTTPRequest(method: .get, url: workload.url))
+                let (response, data) = try await manager.perform(workload.httpRequest)
                 guard response.status == .ok else { return nil }
                 body = data
             }

@@ -45,7 +45,7 @@ enum OperationsClient {
                                   door: Door) throws -> HTTPRequestOperation {
         let operation = switch door {
         case .urlRequest: manager.httpRequestOperation(with: URLRequest(url: workload.url), success: nil, failure: nil)
-        case .httpTypes: try manager.httpRequestOperation(for: HTTPRequest(method: .get, url: workload.url))
+        case .httpTypes: try manager.httpRequestOperation(for: workload.httpRequest)
         }
         return counted(operation, workload, counter, door: door)
     }
