@@ -404,13 +404,30 @@ extension AllTests {
             #expect(String(decoding: body, as: UTF8.self) == "session=s3cret")
         }
 
+        /// The suite's ETag scenario against a server that checks the validator (before, a
+        /// fixed 304 answered whatever was sent, so the test could not fail): the first GET
+        /// gets the ETag, a GET naming it gets a 304 with no body, a GET naming another
+        /// version gets the resource again. The door sends `If-None-Match` as given (the
+        /// manager has no cache by default).
         @Test func etagRevalidation() async throws {
-            var request = raw("/304-length")
-            request.headerFields[.ifNoneMatch] = "\"v1\""
-            let (response, body) = try await manager.perform(request)
-            #expect(response.status == .notModified)
-            #expect(response.headerFields[.eTag] == "\"v1\"")
-            #expect(body.isEmpty)
+            let resource = server(.cacheable(key: "conformance-etag-\(UUID().uuidString)", etag: true))
+            let (first, firstBody) = try await manager.perform(resource)
+            #expect(first.status == .ok)
+            let etag = try #require(first.headerFields[.eTag])
+            #expect(!firstBody.isEmpty)
+
+            var revalidation = resource
+            revalidation.headerFields[.ifNoneMatch] = etag
+            let (notModified, emptyBody) = try await manager.perform(revalidation)
+            #expect(notModified.status == .notModified)
+            #expect(notModified.headerFields[.eTag] == etag)
+            #expect(emptyBody.isEmpty)
+
+            var otherVersion = resource
+            otherVersion.headerFields[.ifNoneMatch] = "\"not-\(etag.dropFirst())"
+            let (changed, changedBody) = try await manager.perform(otherVersion)
+            #expect(changed.status == .ok)
+            #expect(changedBody == firstBody)
         }
     }
 }
