@@ -31,9 +31,11 @@ public struct CurlError: Error, Sendable, Hashable, CustomStringConvertible {
     ///
     /// Two of curl's codes cover more than one failure, and its message tells them apart: a
     /// reply that is not HTTP at all comes as `CURLE_UNSUPPORTED_PROTOCOL` ("Received HTTP/0.9
-    /// when not allowed", "Unsupported response code in HTTP response"), which otherwise means a URL scheme curl may not use; broken chunked
-    /// framing and oversized response headers come as `CURLE_RECV_ERROR`, which otherwise
-    /// means the connection failed. Those are the server's fault: `.badServerResponse`.
+    /// when not allowed", "Unsupported response code in HTTP response", in libcurl 8
+    /// "Unsupported HTTP/1 subversion in response"), which otherwise means a URL scheme curl may
+    /// not use; broken chunked framing and oversized response headers come as
+    /// `CURLE_RECV_ERROR`, which otherwise means the connection failed. Those are the server's
+    /// fault: `.badServerResponse`.
     ///
     /// A proxy that refuses to open a `CONNECT` tunnel also comes as `CURLE_RECV_ERROR`
     /// ("CONNECT tunnel failed, response 407"): `.userAuthenticationRequired` when it asked for
@@ -73,8 +75,12 @@ public struct CurlError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Whether curl refused what the server sent as malformed HTTP (see ``urlErrorCode``).
     private var isMalformedResponse: Bool {
         switch CURLcode(rawValue: UInt32(code)) {
-        case CURLE_UNSUPPORTED_PROTOCOL: message.contains("HTTP/0.9") || message.contains("in HTTP response")
-        case CURLE_RECV_ERROR: message.contains("chunked-encoding") || message.contains("header")
+        // libcurl 7.88.1 says "Unsupported response code in HTTP response", 8.14.1 "Unsupported
+        // HTTP/1 subversion in response"; a scheme it may not use never names a response.
+        case CURLE_UNSUPPORTED_PROTOCOL: message.contains("HTTP/0.9") || message.contains("response")
+        // 7.88.1: "... in chunked-encoding"; 8.14.1: "chunk hex-length ...".
+        case CURLE_RECV_ERROR: message.contains("chunked-encoding") || message.contains("chunk hex-length")
+            || message.contains("header")
         default: false
         }
     }
