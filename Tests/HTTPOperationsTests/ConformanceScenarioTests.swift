@@ -129,7 +129,7 @@ extension AllTests {
             #expect(response.status == .ok)
             let echo = try JSONDecoder().decode(Echo.self, from: data)
             #expect(echo.method == "GET")
-            #expect(echo.body ?? "" == "")
+            #expect(echo.body == "")
         }
 
         /// The suite's POST convenience (`client.post(url:bodyData:collectUpTo:)`): a POST made

@@ -76,11 +76,15 @@ public struct CurlError: Error, Sendable, Hashable, CustomStringConvertible {
     private var isMalformedResponse: Bool {
         switch CURLcode(rawValue: UInt32(code)) {
         // libcurl 7.88.1 says "Unsupported response code in HTTP response", 8.14.1 "Unsupported
-        // HTTP/1 subversion in response"; a scheme it may not use never names a response.
-        case CURLE_UNSUPPORTED_PROTOCOL: message.contains("HTTP/0.9") || message.contains("response")
-        // 7.88.1: "... in chunked-encoding"; 8.14.1: "chunk hex-length ...".
+        // HTTP/1 subversion in response"; a reused connection that answers in another version,
+        // "Version mismatch". A scheme it may not use is "Protocol "x" not supported": a
+        // scheme's name may hold any word ("x-response") but never a space, so the phrases
+        // below, which start with one, cannot come from it.
+        case CURLE_UNSUPPORTED_PROTOCOL: message.contains("HTTP/0.9") || message.contains(" in HTTP response")
+            || message.contains(" in response") || message.hasPrefix("Version mismatch")
+        // 7.88.1: "... in chunked-encoding"; 8.14.1: "chunk hex-length ...", "invalid chunk size".
         case CURLE_RECV_ERROR: message.contains("chunked-encoding") || message.contains("chunk hex-length")
-            || message.contains("header")
+            || message.contains("invalid chunk size") || message.contains("header")
         default: false
         }
     }
