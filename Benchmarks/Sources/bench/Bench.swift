@@ -158,8 +158,9 @@ struct Workload: Sendable {
 
     /// The URL's parts as the HTTPTypes door's caller writes them (Docs/HTTPTypesDoor.md),
     /// taken apart once, as the other clients parse the URL once: an `HTTPRequest` made from
-    /// a `URL` costs 10,500 instructions more per small GET (swift-http-types parses the URL
-    /// again), the caller's and not the door's (Docs/Performance.md).
+    /// a `URL` costs about 9,500 instructions more per small GET than one made from its parts
+    /// (swift-http-types parses the URL again), the caller's and not the door's
+    /// (Docs/Performance.md).
     let target: (scheme: String, authority: String, path: String)
 
     init(url: URL, count: Int, inFlight: Int, file: String?) {
