@@ -25,10 +25,11 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // libcurl, with typed wrappers for its variadic setopt/getinfo calls.
+        // libcurl, with typed wrappers for its variadic setopt/getinfo calls. Its headers are on
+        // the compiler's default path and the module map links it; no pkg-config: libcurl 8's
+        // libcurl.pc adds `-isystem /usr/include/mit-krb5`, a flag SwiftPM refuses with a warning.
         .systemLibrary(
             name: "CCurl",
-            pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         // rtnetlink for NetworkReachabilityManager: the netlink macros do not import into Swift.

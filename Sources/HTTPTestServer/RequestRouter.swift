@@ -85,8 +85,10 @@ final class RequestRouter: ChannelInboundHandler {
             respond(context, head, status: 200, body: echo(head, query: query), contentType: "application/json")
         case ("delay", let milliseconds?):
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            counters.delayBegan()
             context.eventLoop.scheduleTask(in: .milliseconds(Int64(milliseconds))) {
                 let (router, context) = loopBound.value
+                router.counters.delayEnded()
                 router.respond(context, head, status: 200, body: Data("delayed \(milliseconds) ms".utf8))
             }
         case ("bytes", let count?):

@@ -20,6 +20,27 @@ final class ResourceCounters: Sendable {
     func count(_ key: String) -> Int {
         counts.withLock { $0[key, default: 0] }
     }
+
+    /// `/delay` requests waiting for their answer now, and the most that ever waited at once.
+    private let delayed = Mutex((now: 0, most: 0))
+
+    /// A `/delay` request began its wait.
+    func delayBegan() {
+        delayed.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+    }
+
+    /// A `/delay` request was answered.
+    func delayEnded() {
+        delayed.withLock { $0.now -= 1 }
+    }
+
+    /// The most `/delay` requests that waited at once.
+    var mostDelayedAtOnce: Int { delayed.withLock { $0.most } }
+
+    /// Counts the most from the requests waiting now.
+    func resetMostDelayed() {
+        delayed.withLock { $0.most = $0.now }
+    }
 }
 
 extension RequestRouter {

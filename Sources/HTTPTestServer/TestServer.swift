@@ -37,6 +37,13 @@ public final class TestServer: Sendable {
     /// connections warm opens no more than it has requests in flight.
     public var acceptedConnections: Int { accepted.count.load(ordering: .relaxed) }
 
+    /// The most ``Endpoint/delay(milliseconds:)`` requests the server held at once: requests
+    /// started together that no client queued behind one another all wait together.
+    public var mostDelayedRequestsAtOnce: Int { counters.mostDelayedAtOnce }
+
+    /// Starts ``mostDelayedRequestsAtOnce`` again from the requests waiting now.
+    public func resetMostDelayedRequestsAtOnce() { counters.resetMostDelayed() }
+
     private init(group: MultiThreadedEventLoopGroup, channel: any Channel, accepted: AcceptedConnections,
                  counters: ResourceCounters, log: ReceivedRequests, scheme: String) {
         self.log = log

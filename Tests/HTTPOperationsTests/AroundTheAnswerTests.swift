@@ -1,5 +1,5 @@
 import Foundation
-import HTTPOperations
+@testable import HTTPOperations
 import HTTPTestServer
 import HTTPTypes
 import Synchronization
@@ -63,11 +63,9 @@ extension AllTests {
         }
 
         /// Over HTTP/2 nginx sends the same trailers as a HEADERS frame after the data (a
-        /// Python h2 client receives `x-checksum` and `x-count`), but libcurl 7.88.1, Debian
-        /// 12's, passes them to no callback: neither its own `--trace-ascii` nor our header
-        /// callback sees them. A known issue of the libcurl we link; this test says so the day
-        /// a libcurl that delivers them is installed (then the known issue is not recorded, and
-        /// the test fails until this is updated).
+        /// Python h2 client receives `x-checksum` and `x-count`). libcurl 8.14.1 hands them to
+        /// the header callback; 7.88.1, Debian 12's, passes them to no callback (neither its own
+        /// `--trace-ascii` nor our header callback sees them), a known issue on that libcurl only.
         @Test func trailersArriveOverHTTP2() async throws {
             let nginx = ExternalServers.nginx
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.tlsBaseURL + "/trailers")!))
@@ -75,9 +73,11 @@ extension AllTests {
             #expect(try await run(op).error == nil)
             #expect(op.timings?.lastTransfer.httpVersion == "2")
             #expect(op.responseString == "body")
-            withKnownIssue("libcurl 7.88.1 drops HTTP/2 response trailers") {
+            withKnownIssue("libcurl \(Libcurl.version) drops HTTP/2 response trailers") {
                 #expect(op.responseTrailers[HTTPField.Name("X-Checksum")!] == "sha-abc")
                 #expect(op.responseTrailers[HTTPField.Name("X-Count")!] == "4")
+            } when: {
+                LibcurlBehaviour.dropsHTTP2ResponseTrailers
             }
         }
 
@@ -119,6 +119,62 @@ extension AllTests {
             #expect((echoed["trailers"] as? [String: String])?["x-checksum"] == "sha-123", "\(echoed)")
             #expect((echoed["headers"] as? [String: String])?["transfer-encoding"] == "chunked")
             #expect(asked.withLock { $0 } == 1)
+        }
+
+        /// libcurl sends request trailers only after a chunked HTTP/1.1 body (8.14.1 too): a
+        /// request with a trailers block goes over HTTP/1.1 even to an origin that offers
+        /// HTTP/2 (nginx's TLS port), and curl asks for the fields.
+        @Test(.enabled(if: ExternalServers.nginxPath != nil || ExternalServers.required, "nginx is not installed"))
+        func requestTrailersTakeHTTP1ToAnHTTP2Origin() async throws {
+            let nginx = ExternalServers.nginx
+            var request = URLRequest(url: URL(string: nginx.tlsBaseURL + "/connection")!)
+            request.httpMethod = "POST"
+            request.httpBodyStream = InputStream(data: Data("streamed body".utf8))
+            let op = HTTPRequestOperation(request: request)
+            op.securityPolicy = try nginx.policyTrustingItsAuthority()
+            let asked = Mutex(0)
+            op.setRequestTrailersBlock {
+                asked.withLock { $0 += 1 }
+                return [(name: "X-Checksum", value: "sha-123")]
+            }
+            #expect(try await run(op).error == nil)
+            #expect(op.timings?.lastTransfer.httpVersion == "1.1")
+            #expect(asked.withLock { $0 } == 1)
+        }
+
+        /// A written body's trailer fields are known only when its closure returns, too late to
+        /// choose HTTP/1.1. Over HTTP/2 libcurl ends the stream without them; the request then
+        /// fails with a typed error instead of passing for one that carried them. The server is
+        /// hyper-h2, which reports what arrived: the body, and no trailers.
+        @Test(.enabled(if: (ExternalServers.nginxPath != nil && ExternalServers.h2Installed) || ExternalServers.required,
+                       "nginx (for its certificate) or Python's h2 is not installed"))
+        func writtenTrailersOverHTTP2FailTheRequest() async throws {
+            let manager = HTTPRequestOperationManager()
+            manager.securityPolicy = try ExternalServers.nginx.policyTrustingItsAuthority()
+            let request = HTTPRequest(method: .post, scheme: "https", authority: "localhost:\(ExternalServers.h2Echo.port)", path: "/echo")
+            let withTrailers = HTTPRequestBody.restartable { writer in
+                try await writer.write(Data("written".utf8))
+                return [HTTPField.Name("X-Checksum")!: "sha-123"]
+            }
+            await #expect(throws: URLError.self) {
+                _ = try await manager.perform(request, body: withTrailers)
+            }
+            do {
+                _ = try await manager.perform(request, body: withTrailers)
+            } catch let error as URLError {
+                #expect(error.code == .requestBodyStreamExhausted)
+                #expect(error.localizedDescription.contains("HTTP/2"), "\(error)")
+            }
+            // The same body without trailers goes through, over HTTP/2, whole.
+            let withoutTrailers = HTTPRequestBody.restartable { writer in
+                try await writer.write(Data("written".utf8))
+                return nil
+            }
+            let (response, data) = try await manager.perform(request, body: withoutTrailers)
+            #expect(response.status == .ok)
+            let echoed = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            #expect(echoed["body"] as? String == "written")
+            #expect(echoed["trailers"] as? [String: String] == [:])
         }
 
         /// A trailer field that would split the request fails the operation; nothing of it is sent.

@@ -10,9 +10,12 @@ extension AllTests {
     /// connection each, whether the server said so by ALPN or is plain http — waiting for a
     /// possible HTTP/2 connection (`CURLOPT_PIPEWAIT`) must not queue them behind each other.
     @Suite struct ConnectionSharing {
-        static func startTogether(_ urls: [URL], policy: SecurityPolicy? = nil) async throws -> [HTTPRequestOperation] {
+        static func startTogether(_ urls: [URL], policy: SecurityPolicy? = nil,
+                                  closingConnections: Bool = false) async throws -> [HTTPRequestOperation] {
             let operations = urls.map { url in
-                let op = HTTPRequestOperation(request: URLRequest(url: url))
+                var request = URLRequest(url: url)
+                if closingConnections { request.setValue("close", forHTTPHeaderField: "Connection") }
+                let op = HTTPRequestOperation(request: request)
                 if let policy { op.securityPolicy = policy }
                 return op
             }
@@ -27,14 +30,36 @@ extension AllTests {
             return operations
         }
 
+        /// Six requests to an HTTP/1.1-over-TLS origin nobody has talked to yet, twice; every
+        /// connection closes after its answer (`Connection: close`), as an HTTP/1.0 server's
+        /// do. The server holds each request for 500 ms and counts how many it holds at once: a
+        /// request queued behind another lowers the count.
+        ///
+        /// On the first burst libcurl 7.88.1 opens six connections at once. libcurl 8 holds a
+        /// request that waits for a multiplexing connection until another transfer completes,
+        /// and with no connection left open to show that the origin speaks HTTP/1.1 the
+        /// requests go one or two at a time (curl issue 15838): a known issue of libcurl 8
+        /// only. On the second burst ``HTTP1Origins`` knows the origin from the first, no
+        /// request waits, and all six run at once on either libcurl.
         @Test func http1OverTLSGetsAConnectionPerRequest() async throws {
             let server = try TLSTestServer.start(.goodChain)
             defer { server.shutdown() }
             let policy = try SecurityPolicy(trustedCertificateAuthorities: [TLSCertificate(derEncoded: TestCertificates.shared.root.certificateDER)])
-            let operations = try await Self.startTogether((0..<6).map { _ in server.http.url(.delay(milliseconds: 500)) }, policy: policy)
-            #expect(operations.allSatisfy { $0.error == nil })
-            // Queued behind one another they would have shared one connection.
-            #expect(server.http.acceptedConnections == 6)
+            let urls = (0..<6).map { _ in server.http.url(.delay(milliseconds: 500)) }
+            let first = try await Self.startTogether(urls, policy: policy, closingConnections: true)
+            #expect(first.allSatisfy { $0.error == nil })
+            #expect(first.allSatisfy { $0.timings?.lastTransfer.httpVersion == "1.1" })
+            withKnownIssue("libcurl \(Libcurl.version) holds requests to a new https origin until one completes") {
+                #expect(server.http.mostDelayedRequestsAtOnce == 6)
+                #expect(server.http.acceptedConnections == 6)
+            } when: {
+                LibcurlBehaviour.holdsWaitingRequestsUntilATransferCompletes
+            }
+
+            server.http.resetMostDelayedRequestsAtOnce()
+            let second = try await Self.startTogether(urls, policy: policy, closingConnections: true)
+            #expect(second.allSatisfy { $0.error == nil })
+            #expect(server.http.mostDelayedRequestsAtOnce == 6)
         }
 
         @Test func plainHTTPGetsAConnectionPerRequest() async throws {

@@ -17,7 +17,9 @@ import HTTPTypes
 ///
 /// A written body is a ``StreamedRequestBody`` under the door: full duplex, with backpressure
 /// both ways (see there). Its trailer fields go after a chunked body (HTTP/1.1, no
-/// `knownLength`); over HTTP/2, libcurl sends none.
+/// `knownLength`). libcurl sends no request trailers over HTTP/2: a request that went over
+/// HTTP/2 and whose writer returned trailer fields fails with
+/// `URLError(.requestBodyStreamExhausted)` rather than pass for one that carried them.
 public struct HTTPRequestBody: Sendable {
     /// What is sent.
     enum Content: Sendable {

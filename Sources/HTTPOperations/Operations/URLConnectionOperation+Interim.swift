@@ -30,7 +30,9 @@ public typealias RequestTrailersBlock = @Sendable () -> [(name: String, value: S
 extension URLConnectionOperation {
     /// Sets the block that gives the request's trailer fields, sent after its body. Only a
     /// body read from the request's `httpBodyStream` without a `Content-Length` is sent chunked
-    /// and so can carry trailers (HTTP/1.1); announce them with a `Trailer` header field.
+    /// and so can carry trailers; announce them with a `Trailer` header field. libcurl sends
+    /// request trailers only after a chunked HTTP/1.1 body, so such a request goes over
+    /// HTTP/1.1 even to an origin that offers HTTP/2.
     /// Called on the body's reader queue once the stream ended, once per transfer that sends
     /// the body. A field whose name is not a token, or whose value holds CR, LF or NUL, fails
     /// the operation before the trailer section is sent.

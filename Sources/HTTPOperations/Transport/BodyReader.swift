@@ -263,6 +263,12 @@ final class BodyReader: @unchecked Sendable {
                         description: "The request trailer field \"\(invalid.name)\" is not a valid field: nothing more was sent.")
     }
 
+    /// The failure of a body whose trailer fields libcurl did not send (over HTTP/2).
+    static var trailersNotSent: URLError {
+        URLError(.requestBodyStreamExhausted, url: nil,
+                 description: "The request trailer fields were not sent: libcurl sends them only after a chunked HTTP/1.1 body, and this request went over HTTP/2.")
+    }
+
     /// The failure of a body that cannot be sent a second time.
     static var cannotResend: URLError {
         URLError(.requestBodyStreamExhausted, url: nil, description: "The request body stream cannot be sent again.")

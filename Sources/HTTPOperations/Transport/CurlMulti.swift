@@ -52,6 +52,8 @@ final class CurlMulti {
     /// Verified certification paths already parsed, for the pin check every pinned transfer
     /// runs on this thread.
     let verifiedPaths = VerifiedPathCache()
+    /// The https origins whose requests need not wait for a multiplexing connection.
+    private var http1Origins = HTTP1Origins()
     private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
     /// Sockets curl stopped watching that stay in our epoll set with their last events (see
     /// ``watch(socket:what:registered:)``).
@@ -136,7 +138,8 @@ final class CurlMulti {
     func add(_ transfer: CurlTransfer) {
         precondition(!insideCurl, "curl forbids adding a handle from inside its callbacks")
         let (easy, primed) = easyHandles.take(plain: transfer.isPlain)
-        transfer.attach(to: easy, primed: primed)
+        transfer.attach(to: easy, primed: primed,
+                        waitsForMultiplexing: http1Origins.shouldWaitForMultiplexing(transfer.request.url))
         active[easy] = transfer
         keepConnectionsFor(active.count)
         let code = curl_multi_add_handle(handle, easy)
@@ -387,6 +390,7 @@ final class CurlMulti {
                 // The handle stays with the transfer through `complete`, which may read it
                 // (the redirect target, the announced length).
                 transfer.complete(with: code, message: nil)
+                http1Origins.learn(transfer.request.url, httpVersion: transfer.timings?.httpVersion)
                 recycleHandle(of: transfer)
             }
         }

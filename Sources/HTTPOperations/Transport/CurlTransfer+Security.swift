@@ -35,7 +35,8 @@ extension CurlTransfer {
         // libcurl checks the name with OpenSSL even when the chain is not verified: allowing
         // invalid certificates does not turn this off.
         setLong(CURLOPT_SSL_VERIFYHOST, policy.validatesDomainName ? 2 : 0)
-        setLong(CURLOPT_SSLVERSION, policy.minimumTLSVersion == .v1_3 ? CURL_SSLVERSION_TLSv1_3 : CURL_SSLVERSION_TLSv1_2)
+        // Converted: libcurl 7.x's headers declare these as `Int`, 8.x's as `Int32`.
+        setLong(CURLOPT_SSLVERSION, Int(policy.minimumTLSVersion == .v1_3 ? CURL_SSLVERSION_TLSv1_3 : CURL_SSLVERSION_TLSv1_2))
         if let identity = policy.clientIdentity {
             configureClientIdentity(identity)
         }

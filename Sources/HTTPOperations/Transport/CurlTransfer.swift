@@ -82,8 +82,22 @@ final class CurlTransfer {
     }
 
     /// Why reading the request body failed, when it did: the transfer's real error (curl only
-    /// says the read callback aborted).
-    var bodyReadFailure: URLError? { bodyReader?.failure }
+    /// says the read callback aborted). Also the failure of a body whose trailer fields curl
+    /// never asked for (``trailersWentUnsent``).
+    var bodyReadFailure: URLError? {
+        if let failure = bodyReader?.failure { return failure }
+        return trailersWentUnsent ? BodyReader.trailersNotSent : nil
+    }
+
+    /// curl asked for the trailer fields (it does once the last chunk of a chunked HTTP/1.1
+    /// body is sent).
+    private var askedForTrailers = false
+
+    /// The body ended with trailer fields and the transfer completed, but curl never asked for
+    /// them: libcurl (8.14.1 too) sends request trailers only after a chunked HTTP/1.1 body,
+    /// and ends an HTTP/2 request's stream without them. The request then fails rather than
+    /// pass for one that carried them.
+    private(set) var trailersWentUnsent = false
 
     /// Why the server was not trusted, when the pins said no (see `CurlTransfer+Security.swift`):
     /// the transfer's real error (curl only says the pre-request callback aborted).
@@ -104,16 +118,19 @@ final class CurlTransfer {
 
     /// Sets this transfer's options on `easy`. Called by ``CurlMulti`` as the transfer starts.
     ///
-    /// - Parameter primed: `easy` holds a plain transfer's options (else every option is at
-    ///   its default); only a plain transfer is given such a handle.
-    func attach(to easy: UnsafeMutableRawPointer, primed: Bool) {
+    /// - Parameters:
+    ///   - primed: `easy` holds a plain transfer's options (else every option is at its
+    ///     default); only a plain transfer is given such a handle.
+    ///   - waitsForMultiplexing: Wait for a connection to the origin that might multiplex
+    ///     (`CURLOPT_PIPEWAIT`; see ``HTTP1Origins``).
+    func attach(to easy: UnsafeMutableRawPointer, primed: Bool, waitsForMultiplexing: Bool) {
         precondition(self.easy == nil, "a transfer runs once")
         precondition(isPlain || !primed, "only a plain transfer may reuse a primed handle")
         self.easy = easy
         if !primed {
             configureShared()
         }
-        configure()
+        configure(waitsForMultiplexing: waitsForMultiplexing)
     }
 
     /// Gives the easy handle back once it is in no multi handle; curl no longer reads this
@@ -143,6 +160,7 @@ final class CurlTransfer {
         timings = readTimings()
         self.delegate = nil
         let error = code == CURLE_OK ? nil : CurlError(code, detail: message ?? String(cString: errorBuffer))
+        trailersWentUnsent = error == nil && sendsTrailers && !askedForTrailers && !(bodyReader?.trailerFields.isEmpty ?? true)
         // Only a body that ended well has trustworthy trailers.
         if error == nil, let trailers = headParser.takeTrailers() {
             delegate.transfer(self, didReceiveTrailers: trailers)
@@ -230,15 +248,13 @@ final class CurlTransfer {
 
     /// This transfer's own options. A plain transfer's set every option a plain transfer
     /// sets beyond ``configureShared()``, so none of the last one's values survives.
-    private func configure() {
+    private func configure(waitsForMultiplexing: Bool) {
         let me = Unmanaged.passUnretained(self).toOpaque()
         setString(CURLOPT_URL, request.url.absoluteString)
-        // https requests started together to one origin wait for the first connection's ALPN
-        // answer and become HTTP/2 streams on it, instead of each opening its own (1,000
-        // requests opened 1,000 TLS connections without it). Not for plain http, which never
-        // multiplexes here: curl 7.88 would hold each request to a new host until the first
-        // one's response had come (ShutdownTests caught it).
-        setLong(CURLOPT_PIPEWAIT, request.url.scheme?.lowercased() == "https" ? 1 : 0)
+        // https requests started together to one origin wait for the first connection and
+        // become HTTP/2 streams on it, instead of each opening its own; not for plain http, nor
+        // for origins known to answer over HTTP/1.x (HTTP1Origins says why).
+        setLong(CURLOPT_PIPEWAIT, waitsForMultiplexing ? 1 : 0)
         ccurl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         ccurl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, me)
         ccurl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
@@ -314,6 +330,13 @@ final class CurlTransfer {
                 if length == -1, request.requestTrailers != nil || stream is StreamedRequestBody {
                     // Chunked: curl asks for the trailer section after the last chunk.
                     sendsTrailers = true
+                    if request.requestTrailers != nil {
+                        // libcurl sends request trailers only after a chunked HTTP/1.1 body:
+                        // a request that asks for them up front goes over HTTP/1.1. (A written
+                        // body's trailers are known only at its end: over HTTP/2 they fail the
+                        // request, `trailersWentUnsent`.) The handle is not pooled after trailers.
+                        setLong(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
+                    }
                     ccurl_easy_setopt_trailer_callback(easy) { list, userData in
                         Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue().appendTrailers(to: list!)
                     }
@@ -381,6 +404,7 @@ final class CurlTransfer {
     /// Hands curl the trailer fields the body reader was given when the stream ended (checked
     /// there: no field can split the request). curl frees the list.
     private func appendTrailers(to list: UnsafeMutablePointer<UnsafeMutablePointer<curl_slist>?>) -> Int32 {
+        askedForTrailers = true
         for (name, value) in bodyReader?.trailerFields ?? [] {
             list.pointee = curl_slist_append(list.pointee, "\(name): \(value)")
         }

@@ -12,6 +12,9 @@ enum Libcurl {
     /// The version, as libcurl reports it ("7.88.1").
     static var version: String { facts.version }
 
+    /// The version as one number, `0xXXYYZZ` (`LIBCURL_VERSION_NUM`): 0x075801 for 7.88.1.
+    static var versionNumber: Int { facts.versionNumber }
+
     /// A ``SecurityError`` `.unsupportedLibcurl` when the libcurl loaded is older than
     /// ``minimumVersion``; nil when it is recent enough. Checked when the network thread
     /// starts; every transfer fails with it rather than run on an unsafe libcurl.
@@ -35,6 +38,7 @@ enum Libcurl {
 
     private struct Facts: Sendable {
         let version: String
+        let versionNumber: Int
         let problem: SecurityError?
         let caFile: String?
     }
@@ -55,6 +59,6 @@ enum Libcurl {
             }
             curl_easy_cleanup(easy)
         }
-        return Facts(version: version, problem: refusal, caFile: caFile)
+        return Facts(version: version, versionNumber: number, problem: refusal, caFile: caFile)
     }()
 }

@@ -6,8 +6,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// Servers nobody here wrote — nginx (Debian) and httpbin (PyPI) — started by the tests on
-/// free loopback ports, to prove HTTPOperations speaks real HTTP.
+/// Servers nobody here wrote — nginx (Debian), httpbin and hyper-h2 (PyPI) — started by the
+/// tests on free loopback ports, to prove HTTPOperations speaks real HTTP.
 ///
 /// `.ci/run` installs both and sets `HTTPOPERATIONS_REQUIRE_INTEROP=1`, so in CI a missing
 /// server fails the interop tests instead of skipping them. On a developer machine without
@@ -27,6 +27,26 @@ enum ExternalServers {
     /// nginx with a plain HTTP listener and an HTTP/2 TLS listener; started on first use.
     static let nginx: Nginx = {
         do { return try Nginx.start() } catch { fatalError("nginx did not start: \(error)") }
+    }()
+
+    static var h2Installed: Bool {
+        run("/usr/bin/env", ["python3", "-c", "import h2"]) == 0
+    }
+
+    /// An HTTP/2-only TLS server on hyper-h2 (PyPI: h2) that answers each request with what it
+    /// received, its trailers included, as JSON (`Tests/Servers/h2_echo.py`). It serves nginx's
+    /// certificate for localhost, so ``Nginx/policyTrustingItsAuthority()`` trusts it; started
+    /// on first use.
+    static let h2Echo: ManagedProcess = {
+        do {
+            let port = try freeLoopbackPort()
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../Servers/h2_echo.py").standardized.path
+            return try ManagedProcess.start("/usr/bin/env", ["python3", script, "\(port)", nginx.serverCertificateFile,
+                                                             nginx.prefix + "/server.key"], port: port)
+        } catch {
+            fatalError("the h2 echo server did not start: \(error)")
+        }
     }()
 
     /// httpbin on Werkzeug's development server; started on first use.
