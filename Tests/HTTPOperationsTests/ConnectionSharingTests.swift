@@ -32,7 +32,8 @@ extension AllTests {
 
         /// Six requests to an HTTP/1.1-over-TLS origin nobody has talked to yet, twice; every
         /// connection closes after its answer (`Connection: close`), as an HTTP/1.0 server's
-        /// do. The server holds each request for 500 ms and counts how many it holds at once: a
+        /// do. The server holds each request for 2 s (time enough for six TLS handshakes on a
+        /// loaded machine, under the sanitizers too) and counts how many it holds at once: a
         /// request queued behind another lowers the count.
         ///
         /// On the first burst libcurl 7.88.1 opens six connections at once. libcurl 8 holds a
@@ -45,11 +46,14 @@ extension AllTests {
             let server = try TLSTestServer.start(.goodChain)
             defer { server.shutdown() }
             let policy = try SecurityPolicy(trustedCertificateAuthorities: [TLSCertificate(derEncoded: TestCertificates.shared.root.certificateDER)])
-            let urls = (0..<6).map { _ in server.http.url(.delay(milliseconds: 500)) }
+            let urls = (0..<6).map { _ in server.http.url(.delay(milliseconds: 2_000)) }
             let first = try await Self.startTogether(urls, policy: policy, closingConnections: true)
             #expect(first.allSatisfy { $0.error == nil })
             #expect(first.allSatisfy { $0.timings?.lastTransfer.httpVersion == "1.1" })
-            withKnownIssue("libcurl \(Libcurl.version) holds requests to a new https origin until one completes") {
+            // Intermittent: libcurl 8 holds only the requests added while the first connection
+            // is still being made, and a port an earlier test server had may be known already.
+            withKnownIssue("libcurl \(Libcurl.version) holds requests to a new https origin until one completes",
+                           isIntermittent: true) {
                 #expect(server.http.mostDelayedRequestsAtOnce == 6)
                 #expect(server.http.acceptedConnections == 6)
             } when: {

@@ -232,5 +232,14 @@ extension AllTests {
             #expect(Libcurl.problem(versionNumber: 0x075500, version: "7.85.0") == nil)
             #expect(Libcurl.problem(versionNumber: 0x080B00, version: "8.11.0") == nil)
         }
+
+        /// CI runs the libcurl-sensitive suites a second time on Debian 12's libcurl, put first
+        /// with `LD_LIBRARY_PATH`, and names its version here: that run proves it is the one
+        /// loaded, not the installed one.
+        @Test(.enabled(if: ProcessInfo.processInfo.environment["HTTPOPERATIONS_EXPECT_LIBCURL"] != nil,
+                       "no libcurl version is expected"))
+        func theExpectedLibcurlIsLoaded() {
+            #expect(Libcurl.version == ProcessInfo.processInfo.environment["HTTPOPERATIONS_EXPECT_LIBCURL"])
+        }
     }
 }

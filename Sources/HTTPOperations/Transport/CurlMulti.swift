@@ -54,6 +54,9 @@ final class CurlMulti {
     let verifiedPaths = VerifiedPathCache()
     /// The https origins whose requests need not wait for a multiplexing connection.
     private var http1Origins = HTTP1Origins()
+
+    /// Whether a request to `url` would wait for a multiplexing connection now. Network thread.
+    func waitsForMultiplexingForTesting(_ url: URL) -> Bool { http1Origins.shouldWaitForMultiplexing(url) }
     private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
     /// Sockets curl stopped watching that stay in our epoll set with their last events (see
     /// ``watch(socket:what:registered:)``).
@@ -390,7 +393,9 @@ final class CurlMulti {
                 // The handle stays with the transfer through `complete`, which may read it
                 // (the redirect target, the announced length).
                 transfer.complete(with: code, message: nil)
-                http1Origins.learn(transfer.request.url, httpVersion: transfer.timings?.httpVersion)
+                if !transfer.forcesHTTP1 {
+                    http1Origins.learn(transfer.request.url, httpVersion: transfer.timings?.httpVersion)
+                }
                 recycleHandle(of: transfer)
             }
         }

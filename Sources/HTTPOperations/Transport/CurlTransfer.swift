@@ -93,11 +93,20 @@ final class CurlTransfer {
     /// body is sent).
     private var askedForTrailers = false
 
-    /// The body ended with trailer fields and the transfer completed, but curl never asked for
+    /// curl read the end of a streamed body: the whole body went out. Not so when the server
+    /// answered before the body ended (curl stops sending then, and asks for no trailers).
+    private var readEndOfBody = false
+
+    /// The whole body went out over HTTP/2 or 3 with trailer fields, and curl never asked for
     /// them: libcurl (8.14.1 too) sends request trailers only after a chunked HTTP/1.1 body,
     /// and ends an HTTP/2 request's stream without them. The request then fails rather than
     /// pass for one that carried them.
     private(set) var trailersWentUnsent = false
+
+    /// This transfer asked for HTTP/1.1 because it has a trailers block (`configureMethodAndBody`):
+    /// its answer says nothing about the HTTP versions its origin speaks (``HTTP1Origins``
+    /// does not learn from it), and its connection is not reused by others.
+    private(set) var forcesHTTP1 = false
 
     /// Why the server was not trusted, when the pins said no (see `CurlTransfer+Security.swift`):
     /// the transfer's real error (curl only says the pre-request callback aborted).
@@ -160,7 +169,8 @@ final class CurlTransfer {
         timings = readTimings()
         self.delegate = nil
         let error = code == CURLE_OK ? nil : CurlError(code, detail: message ?? String(cString: errorBuffer))
-        trailersWentUnsent = error == nil && sendsTrailers && !askedForTrailers && !(bodyReader?.trailerFields.isEmpty ?? true)
+        trailersWentUnsent = error == nil && sendsTrailers && readEndOfBody && !askedForTrailers
+            && !(timings?.httpVersion?.hasPrefix("1") ?? true) && !(bodyReader?.trailerFields.isEmpty ?? true)
         // Only a body that ended well has trustworthy trailers.
         if error == nil, let trailers = headParser.takeTrailers() {
             delegate.transfer(self, didReceiveTrailers: trailers)
@@ -334,8 +344,14 @@ final class CurlTransfer {
                         // libcurl sends request trailers only after a chunked HTTP/1.1 body:
                         // a request that asks for them up front goes over HTTP/1.1. (A written
                         // body's trailers are known only at its end: over HTTP/2 they fail the
-                        // request, `trailersWentUnsent`.) The handle is not pooled after trailers.
+                        // request, `trailersWentUnsent`.) It waits for no multiplexing
+                        // connection, and its HTTP/1.1 connection closes after it, so that no
+                        // request that could have had HTTP/2 reuses it. The handle is not
+                        // pooled after trailers.
+                        forcesHTTP1 = true
                         setLong(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
+                        setLong(CURLOPT_PIPEWAIT, 0)
+                        setLong(CURLOPT_FORBID_REUSE, 1)
                     }
                     ccurl_easy_setopt_trailer_callback(easy) { list, userData in
                         Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue().appendTrailers(to: list!)
@@ -427,7 +443,9 @@ final class CurlTransfer {
             guard let bodyReader else { return Int(ccurl_readfunc_abort) }
             switch bodyReader.read(into: buffer) {
             case .bytes(let read): count = read
-            case .end: count = 0
+            case .end:
+                count = 0
+                readEndOfBody = true
             case .wait: return Int(ccurl_readfunc_pause)
             case .failed: return Int(ccurl_readfunc_abort)
             }
@@ -449,6 +467,9 @@ final class CurlTransfer {
             return ccurl_seekfunc_ok
         case .stream where offset == 0:
             // The reader rewinds a RewindableBodyStream on its queue, before its next read.
+            // The body goes out again, and the trailers after it.
+            readEndOfBody = false
+            askedForTrailers = false
             return bodyReader?.rewind() == true ? ccurl_seekfunc_ok : ccurl_seekfunc_cantseek
         default:
             return ccurl_seekfunc_cantseek
