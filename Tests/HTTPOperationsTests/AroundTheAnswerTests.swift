@@ -187,6 +187,31 @@ extension AllTests {
             #expect(echoed["trailers"] as? [String: String] == [:])
         }
 
+        /// A server may answer before the body has gone out (here: no 100 Continue to an
+        /// `Expect: 100-continue`, a 403 at once). curl then sends neither the body nor the
+        /// trailers, and the answer is the outcome: it must not be taken for trailers that
+        /// HTTP/2 dropped (the writer had returned its fields before the 403 was sent).
+        @Test func anEarlyAnswerIsTheOutcomeNotUnsentTrailers() async throws {
+            let writerReturned = DispatchSemaphore(value: 0)
+            let server = try FaultServer.start { _ -> [FaultStep] in
+                [.run { _ = writerReturned.wait(timeout: .now() + 10) },
+                 // The reader hands the returned fields over on its own queue.
+                 .wait(.milliseconds(100)),
+                 .send(Array("HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno".utf8)),
+                 .closeWithFIN]
+            }
+            var request = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/upload")
+            request.headerFields[.expect] = "100-continue"
+            let body = HTTPRequestBody.restartable { writer in
+                try await writer.write(Data(repeating: 7, count: 1_000))
+                writerReturned.signal()
+                return [HTTPField.Name("X-Checksum")!: "sha-123"]
+            }
+            let (response, data) = try await HTTPRequestOperationManager().perform(request, body: body)
+            #expect(response.status == .forbidden)
+            #expect(data == Data("no".utf8))
+        }
+
         /// A trailer field that would split the request fails the operation; nothing of it is sent.
         @Test func anInvalidRequestTrailerFailsTheOperation() async throws {
             var request = URLRequest(url: testServer.url(.echo))
