@@ -56,7 +56,9 @@ final class CurlMulti {
     private var http1Origins = HTTP1Origins()
 
     /// Whether a request to `url` would wait for a multiplexing connection now. Network thread.
-    func waitsForMultiplexingForTesting(_ url: URL) -> Bool { http1Origins.shouldWaitForMultiplexing(url) }
+    func waitsForMultiplexingForTesting(_ url: URL) -> Bool {
+        http1Origins.shouldWaitForMultiplexing(url, route: .default)
+    }
     private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
     /// Sockets curl stopped watching that stay in our epoll set with their last events (see
     /// ``watch(socket:what:registered:)``).
@@ -142,7 +144,7 @@ final class CurlMulti {
         precondition(!insideCurl, "curl forbids adding a handle from inside its callbacks")
         let (easy, primed) = easyHandles.take(plain: transfer.isPlain)
         transfer.attach(to: easy, primed: primed,
-                        waitsForMultiplexing: http1Origins.shouldWaitForMultiplexing(transfer.request.url))
+                        waitsForMultiplexing: http1Origins.shouldWaitForMultiplexing(transfer.request.url, route: transfer.request.route))
         active[easy] = transfer
         keepConnectionsFor(active.count)
         let code = curl_multi_add_handle(handle, easy)
@@ -394,7 +396,8 @@ final class CurlMulti {
                 // (the redirect target, the announced length).
                 transfer.complete(with: code, message: nil)
                 if !transfer.forcesHTTP1 {
-                    http1Origins.learn(transfer.request.url, httpVersion: transfer.timings?.httpVersion)
+                    http1Origins.learn(transfer.request.url, route: transfer.request.route,
+                                       httpVersion: transfer.timings?.httpVersion)
                 }
                 recycleHandle(of: transfer)
             }

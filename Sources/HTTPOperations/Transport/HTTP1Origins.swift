@@ -15,6 +15,10 @@ import Foundation
 /// to the first requests to each origin; an answer over HTTP/2 or 3 makes its requests wait
 /// again.
 ///
+/// Only requests on the default route count: through a proxy, a Unix socket or a host
+/// override the same origin may be another server, so those requests always wait, and teach
+/// nothing.
+///
 /// Owned by ``CurlMulti`` and used on the network thread only, so it needs no lock.
 struct HTTP1Origins {
     /// How many origins are remembered. Past it the memory starts again: forgetting an origin
@@ -24,18 +28,19 @@ struct HTTP1Origins {
 
     private var origins = Set<String>()
 
-    /// Whether a request to `url` should wait for a connection that might multiplex: an https
-    /// request to an origin not known to answer over HTTP/1.x. Plain http never multiplexes
-    /// here (curl 7.88 would hold each request to a new host until the first one's response).
-    func shouldWaitForMultiplexing(_ url: URL) -> Bool {
+    /// Whether a request to `url` on `route` should wait for a connection that might
+    /// multiplex: an https request to an origin not known to answer over HTTP/1.x. Plain http
+    /// never multiplexes here (curl 7.88 would hold each request to a new host until the first
+    /// one's response).
+    func shouldWaitForMultiplexing(_ url: URL, route: NetworkRoute) -> Bool {
         guard let key = Self.key(url) else { return false }
-        return !origins.contains(key)
+        return !route.isDefault || !origins.contains(key)
     }
 
-    /// Learns from a completed transfer to `url` whose answer came over `httpVersion`
-    /// ("1.0", "1.1", "2", "3"; nil when no answer came, which teaches nothing).
-    mutating func learn(_ url: URL, httpVersion: String?) {
-        guard let httpVersion, let key = Self.key(url) else { return }
+    /// Learns from a completed transfer to `url` on `route` whose answer came over
+    /// `httpVersion` ("1.0", "1.1", "2", "3"; nil when no answer came, which teaches nothing).
+    mutating func learn(_ url: URL, route: NetworkRoute, httpVersion: String?) {
+        guard route.isDefault, let httpVersion, let key = Self.key(url) else { return }
         if httpVersion.hasPrefix("1") {
             if origins.count >= Self.capacity, !origins.contains(key) { origins.removeAll(keepingCapacity: true) }
             origins.insert(key)
