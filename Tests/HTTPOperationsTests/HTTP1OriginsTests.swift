@@ -10,25 +10,25 @@ extension AllTests {
 
         @Test func anHTTP1AnswerStopsTheWaitAndAnHTTP2AnswerBringsItBack() {
             var origins = HTTP1Origins()
-            #expect(origins.shouldWaitForMultiplexing(origin, route: .default))
-            origins.learn(origin, route: .default, httpVersion: "1.1")
+            #expect(origins.shouldWaitForMultiplexing(.init(origin, route: .default)))
+            origins.learn(.init(origin, route: .default), httpVersion: "1.1")
             // Same origin: host case and the default port do not matter; the path does not.
-            #expect(!origins.shouldWaitForMultiplexing(URL(string: "https://example.com:443/b?q")!, route: .default))
-            #expect(origins.shouldWaitForMultiplexing(URL(string: "https://example.com:8443/")!, route: .default))
-            origins.learn(origin, route: .default, httpVersion: "2")
-            #expect(origins.shouldWaitForMultiplexing(origin, route: .default))
-            origins.learn(origin, route: .default, httpVersion: "1.0")
-            #expect(!origins.shouldWaitForMultiplexing(origin, route: .default))
+            #expect(!origins.shouldWaitForMultiplexing(.init(URL(string: "https://example.com:443/b?q")!, route: .default)))
+            #expect(origins.shouldWaitForMultiplexing(.init(URL(string: "https://example.com:8443/")!, route: .default)))
+            origins.learn(.init(origin, route: .default), httpVersion: "2")
+            #expect(origins.shouldWaitForMultiplexing(.init(origin, route: .default)))
+            origins.learn(.init(origin, route: .default), httpVersion: "1.0")
+            #expect(!origins.shouldWaitForMultiplexing(.init(origin, route: .default)))
         }
 
         @Test func noAnswerAndPlainHTTPTeachNothing() {
             var origins = HTTP1Origins()
-            origins.learn(origin, route: .default, httpVersion: nil)
-            #expect(origins.shouldWaitForMultiplexing(origin, route: .default))
+            origins.learn(.init(origin, route: .default), httpVersion: nil)
+            #expect(origins.shouldWaitForMultiplexing(.init(origin, route: .default)))
             let plain = URL(string: "http://example.com/")!
-            origins.learn(plain, route: .default, httpVersion: "1.1")
-            #expect(!origins.shouldWaitForMultiplexing(plain, route: .default))
-            #expect(origins.shouldWaitForMultiplexing(origin, route: .default))
+            origins.learn(.init(plain, route: .default), httpVersion: "1.1")
+            #expect(!origins.shouldWaitForMultiplexing(.init(plain, route: .default)))
+            #expect(origins.shouldWaitForMultiplexing(.init(origin, route: .default)))
         }
 
         /// Through a Unix socket (or a proxy, or a host override) the origin may be another
@@ -36,21 +36,21 @@ extension AllTests {
         @Test func onlyTheDefaultRouteCounts() {
             var origins = HTTP1Origins()
             let socket = NetworkRoute(unixSocketPath: "/tmp/some.sock")
-            origins.learn(origin, route: socket, httpVersion: "1.1")
-            #expect(origins.shouldWaitForMultiplexing(origin, route: .default))
-            origins.learn(origin, route: .default, httpVersion: "1.1")
-            #expect(origins.shouldWaitForMultiplexing(origin, route: socket))
+            origins.learn(.init(origin, route: socket), httpVersion: "1.1")
+            #expect(origins.shouldWaitForMultiplexing(.init(origin, route: .default)))
+            origins.learn(.init(origin, route: .default), httpVersion: "1.1")
+            #expect(origins.shouldWaitForMultiplexing(.init(origin, route: socket)))
         }
 
         /// Past its capacity the memory starts again rather than grow.
         @Test func itIsBounded() {
             var origins = HTTP1Origins()
             let urls = (0...HTTP1Origins.capacity).map { URL(string: "https://host\($0).test/")! }
-            for url in urls.dropLast() { origins.learn(url, route: .default, httpVersion: "1.1") }
-            #expect(urls.dropLast().allSatisfy { !origins.shouldWaitForMultiplexing($0, route: .default) })
-            origins.learn(urls.last!, route: .default, httpVersion: "1.1")
-            #expect(!origins.shouldWaitForMultiplexing(urls.last!, route: .default))
-            #expect(origins.shouldWaitForMultiplexing(urls[0], route: .default))
+            for url in urls.dropLast() { origins.learn(.init(url, route: .default), httpVersion: "1.1") }
+            #expect(urls.dropLast().allSatisfy { !origins.shouldWaitForMultiplexing(.init($0, route: .default)) })
+            origins.learn(.init(urls.last!, route: .default), httpVersion: "1.1")
+            #expect(!origins.shouldWaitForMultiplexing(.init(urls.last!, route: .default)))
+            #expect(origins.shouldWaitForMultiplexing(.init(urls[0], route: .default)))
         }
     }
 }

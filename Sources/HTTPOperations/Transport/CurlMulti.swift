@@ -57,7 +57,7 @@ final class CurlMulti {
 
     /// Whether a request to `url` would wait for a multiplexing connection now. Network thread.
     func waitsForMultiplexingForTesting(_ url: URL) -> Bool {
-        http1Origins.shouldWaitForMultiplexing(url, route: .default)
+        http1Origins.shouldWaitForMultiplexing(HTTP1Origins.Origin(url, route: .default))
     }
     private var readyEvents = [epoll_event](repeating: epoll_event(), count: 256)
     /// Sockets curl stopped watching that stay in our epoll set with their last events (see
@@ -143,8 +143,8 @@ final class CurlMulti {
     func add(_ transfer: CurlTransfer) {
         precondition(!insideCurl, "curl forbids adding a handle from inside its callbacks")
         let (easy, primed) = easyHandles.take(plain: transfer.isPlain)
-        transfer.attach(to: easy, primed: primed,
-                        waitsForMultiplexing: http1Origins.shouldWaitForMultiplexing(transfer.request.url, route: transfer.request.route))
+        transfer.origin = HTTP1Origins.Origin(transfer.request.url, route: transfer.request.route)
+        transfer.attach(to: easy, primed: primed, waitsForMultiplexing: http1Origins.shouldWaitForMultiplexing(transfer.origin))
         active[easy] = transfer
         keepConnectionsFor(active.count)
         let code = curl_multi_add_handle(handle, easy)
@@ -396,8 +396,7 @@ final class CurlMulti {
                 // (the redirect target, the announced length).
                 transfer.complete(with: code, message: nil)
                 if !transfer.forcesHTTP1 {
-                    http1Origins.learn(transfer.request.url, route: transfer.request.route,
-                                       httpVersion: transfer.timings?.httpVersion)
+                    http1Origins.learn(transfer.origin, httpVersion: transfer.timings?.httpVersion)
                 }
                 recycleHandle(of: transfer)
             }

@@ -108,6 +108,9 @@ final class CurlTransfer {
     /// does not learn from it), and its connection is not reused by others.
     private(set) var forcesHTTP1 = false
 
+    /// Its origin as ``HTTP1Origins`` sees it; set by ``CurlMulti`` as the transfer starts.
+    var origin = HTTP1Origins.Origin.plain
+
     /// Why the server was not trusted, when the pins said no (see `CurlTransfer+Security.swift`):
     /// the transfer's real error (curl only says the pre-request callback aborted).
     var trustFailure: SecurityError?

@@ -28,30 +28,45 @@ struct HTTP1Origins {
 
     private var origins = Set<String>()
 
-    /// Whether a request to `url` on `route` should wait for a connection that might
-    /// multiplex: an https request to an origin not known to answer over HTTP/1.x. Plain http
-    /// never multiplexes here (curl 7.88 would hold each request to a new host until the first
-    /// one's response).
-    func shouldWaitForMultiplexing(_ url: URL, route: NetworkRoute) -> Bool {
-        guard let key = Self.key(url) else { return false }
-        return !route.isDefault || !origins.contains(key)
+    /// What a request's URL and route make of it here, worked out once per transfer (the
+    /// scheme and host are read from the URL once, not at start and again at completion).
+    enum Origin: Equatable {
+        /// Not https: never waits (plain http never multiplexes here; curl 7.88 would hold each
+        /// request to a new host until the first one's response).
+        case plain
+        /// https on another route than the default: always waits, teaches nothing.
+        case unremembered
+        /// https on the default route: "host:port".
+        case remembered(String)
+
+        init(_ url: URL, route: NetworkRoute) {
+            guard url.scheme?.lowercased() == "https", let host = url.host?.lowercased() else {
+                self = .plain
+                return
+            }
+            self = route.isDefault ? .remembered("\(host):\(url.port ?? 443)") : .unremembered
+        }
     }
 
-    /// Learns from a completed transfer to `url` on `route` whose answer came over
-    /// `httpVersion` ("1.0", "1.1", "2", "3"; nil when no answer came, which teaches nothing).
-    mutating func learn(_ url: URL, route: NetworkRoute, httpVersion: String?) {
-        guard route.isDefault, let httpVersion, let key = Self.key(url) else { return }
+    /// Whether a request to `origin` should wait for a connection that might multiplex: an
+    /// https request to an origin not known to answer over HTTP/1.x.
+    func shouldWaitForMultiplexing(_ origin: Origin) -> Bool {
+        switch origin {
+        case .plain: false
+        case .unremembered: true
+        case .remembered(let key): !origins.contains(key)
+        }
+    }
+
+    /// Learns from a completed transfer to `origin` whose answer came over `httpVersion`
+    /// ("1.0", "1.1", "2", "3"; nil when no answer came, which teaches nothing).
+    mutating func learn(_ origin: Origin, httpVersion: String?) {
+        guard case .remembered(let key) = origin, let httpVersion else { return }
         if httpVersion.hasPrefix("1") {
             if origins.count >= Self.capacity, !origins.contains(key) { origins.removeAll(keepingCapacity: true) }
             origins.insert(key)
         } else {
             origins.remove(key)
         }
-    }
-
-    /// "host:port" for an https URL, nil for any other scheme.
-    private static func key(_ url: URL) -> String? {
-        guard url.scheme?.lowercased() == "https", let host = url.host?.lowercased() else { return nil }
-        return "\(host):\(url.port ?? 443)"
     }
 }
