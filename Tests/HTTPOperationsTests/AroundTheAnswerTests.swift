@@ -195,8 +195,9 @@ extension AllTests {
             let writerReturned = DispatchSemaphore(value: 0)
             let server = try FaultServer.start { _ -> [FaultStep] in
                 [.run { _ = writerReturned.wait(timeout: .now() + 10) },
-                 // The reader hands the returned fields over on its own queue.
-                 .wait(.milliseconds(100)),
+                 // The writer's task hands the returned fields to the body reader just after;
+                 // an answer before that would leave no fields, and the check nothing to do.
+                 .wait(.milliseconds(500)),
                  .send(Array("HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno".utf8)),
                  .closeWithFIN]
             }

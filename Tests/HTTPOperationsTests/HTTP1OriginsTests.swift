@@ -32,14 +32,18 @@ extension AllTests {
         }
 
         /// Through a Unix socket (or a proxy, or a host override) the origin may be another
-        /// server: such requests always wait and teach nothing.
-        @Test func onlyTheDefaultRouteCounts() {
+        /// server: each route is remembered apart.
+        @Test func eachRouteIsRememberedApart() {
             var origins = HTTP1Origins()
             let socket = NetworkRoute(unixSocketPath: "/tmp/some.sock")
+            let otherSocket = NetworkRoute(unixSocketPath: "/tmp/other.sock")
             origins.learn(.init(origin, route: socket), httpVersion: "1.1")
+            #expect(!origins.shouldWaitForMultiplexing(.init(origin, route: socket)))
             #expect(origins.shouldWaitForMultiplexing(.init(origin, route: .default)))
+            #expect(origins.shouldWaitForMultiplexing(.init(origin, route: otherSocket)))
             origins.learn(.init(origin, route: .default), httpVersion: "1.1")
-            #expect(origins.shouldWaitForMultiplexing(.init(origin, route: socket)))
+            #expect(!origins.shouldWaitForMultiplexing(.init(origin, route: .default)))
+            #expect(origins.shouldWaitForMultiplexing(.init(origin, route: otherSocket)))
         }
 
         /// Past its capacity the memory starts again rather than grow.

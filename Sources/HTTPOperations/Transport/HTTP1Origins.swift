@@ -15,9 +15,9 @@ import Foundation
 /// to the first requests to each origin; an answer over HTTP/2 or 3 makes its requests wait
 /// again.
 ///
-/// Only requests on the default route count: through a proxy, a Unix socket or a host
-/// override the same origin may be another server, so those requests always wait, and teach
-/// nothing.
+/// An origin is remembered per route: through a proxy, a Unix socket or a host override the
+/// same host and port may be another server, so what one route taught does not hold for
+/// another.
 ///
 /// Owned by ``CurlMulti`` and used on the network thread only, so it needs no lock.
 struct HTTP1Origins {
@@ -34,9 +34,7 @@ struct HTTP1Origins {
         /// Not https: never waits (plain http never multiplexes here; curl 7.88 would hold each
         /// request to a new host until the first one's response).
         case plain
-        /// https on another route than the default: always waits, teaches nothing.
-        case unremembered
-        /// https on the default route: "host:port".
+        /// https: "host:port", followed by the route when it is not the default one.
         case remembered(String)
 
         init(_ url: URL, route: NetworkRoute) {
@@ -44,16 +42,17 @@ struct HTTP1Origins {
                 self = .plain
                 return
             }
-            self = route.isDefault ? .remembered("\(host):\(url.port ?? 443)") : .unremembered
+            let origin = "\(host):\(url.port ?? 443)"
+            // Only a request on another route than the default pays for describing it.
+            self = .remembered(route.isDefault ? origin : origin + " " + String(describing: route))
         }
     }
 
     /// Whether a request to `origin` should wait for a connection that might multiplex: an
-    /// https request to an origin not known to answer over HTTP/1.x.
+    /// https request to an origin not known to answer over HTTP/1.x on its route.
     func shouldWaitForMultiplexing(_ origin: Origin) -> Bool {
         switch origin {
         case .plain: false
-        case .unremembered: true
         case .remembered(let key): !origins.contains(key)
         }
     }
