@@ -56,7 +56,9 @@ final class CurlTransfer {
     /// `CURLOPT_CONNECT_TO` entries (see ``configureRoute()``); curl reads them while the
     /// transfer runs.
     var connectToList: UnsafeMutablePointer<curl_slist>?
-    private var headParser = ResponseHeadParser()
+    /// Changed once per header line, on the network thread only, by code that calls nothing
+    /// back: the dynamic exclusivity check of each access (10 per small response) buys nothing.
+    @exclusivity(unchecked) private var headParser = ResponseHeadParser()
     /// Read position in a `.data` body.
     private var bodyOffset = 0
     /// Reads a `.stream` body off the network thread; made when the transfer starts.

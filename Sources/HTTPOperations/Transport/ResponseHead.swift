@@ -203,9 +203,15 @@ struct ResponseHead: Sendable, Equatable {
 /// trailers (curl passes a chunked body's trailer section, and HTTP/2's trailing HEADERS,
 /// through the same callback); ``takeTrailers()`` hands them over.
 struct ResponseHeadParser {
-    /// The head being read, from a status line with a valid code on; nil before one, or
-    /// after a status line whose code did not parse (its fields are then skipped).
-    private var head: ResponseHead?
+    /// The head being read, from a status line with a valid code on; meaningful only while
+    /// `readingHead`. Not an optional: every line would copy it out of one to test and change
+    /// it (callgrind: 16 outlined copies and destroys per small response, a third of the
+    /// parser's instructions), where a plain stored head is appended to in place.
+    private var head = ResponseHead(statusCode: 0, httpVersion: "")
+    /// A status line with a valid code started `head`, and no blank line has ended it yet;
+    /// false before one, or after a status line whose code did not parse (its fields are then
+    /// skipped).
+    private var readingHead = false
     /// A final head completed: field lines from now on are its trailers.
     private var afterFinalHead = false
     /// The trailer fields read so far (a head with the final status, holding only them).
@@ -215,36 +221,47 @@ struct ResponseHeadParser {
 
     /// Feeds one line, including its CRLF. Returns the head when the line completes one.
     ///
-    /// Works on the bytes: this runs for every header line on the network thread.
+    /// Works on the bytes, with indices rather than generic slices: this runs for every
+    /// header line on the network thread.
     mutating func consume(line bytes: UnsafeRawBufferPointer) -> ResponseHead? {
-        let line = trimmed(bytes, from: 0, to: bytes.count)
+        let line = Self.trimmed(bytes, from: 0, to: bytes.count)
         if line.isEmpty {
-            guard let completed = head else { return nil }
-            head = nil
+            guard readingHead else { return nil }
+            readingHead = false
+            var completed = ResponseHead(statusCode: 0, httpVersion: "")
+            swap(&completed, &head)
             afterFinalHead = !completed.isInterim
             finalStatus = completed.statusCode
             return completed
         }
-        if line.starts(with: "HTTP/".utf8) {
+        if Self.startsWithHTTPSlash(bytes, line) {
             // A new status line starts a new head, whatever came before.
-            let (version, code) = Self.statusLine(line)
-            head = code.map { ResponseHead(statusCode: $0, httpVersion: String(decoding: version, as: UTF8.self)) }
+            let (version, code) = Self.statusLine(bytes, line)
+            if let code {
+                head = ResponseHead(statusCode: code, httpVersion: String(decoding: UnsafeRawBufferPointer(rebasing: bytes[version]), as: UTF8.self))
+                readingHead = true
+            } else {
+                readingHead = false
+            }
             (afterFinalHead, trailers) = (false, nil)
-        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")), head != nil || afterFinalHead {
-            let name = UnsafeRawBufferPointer(rebasing: trimmed(bytes, from: line.startIndex, to: colon))
-            let value = UnsafeRawBufferPointer(rebasing: trimmed(bytes, from: colon + 1, to: line.endIndex))
-            if head != nil {
-                head!.append(name: name, value: value)
+        } else if readingHead || afterFinalHead, let colon = Self.firstColon(bytes, line) {
+            let nameRange = Self.trimmed(bytes, from: line.lowerBound, to: colon)
+            let valueRange = Self.trimmed(bytes, from: colon + 1, to: line.upperBound)
+            let name = UnsafeRawBufferPointer(rebasing: bytes[nameRange])
+            let value = UnsafeRawBufferPointer(rebasing: bytes[valueRange])
+            if readingHead {
+                head.append(name: name, value: value)
             } else {
                 if trailers == nil { trailers = ResponseHead(statusCode: finalStatus, httpVersion: "") }
                 trailers!.append(name: name, value: value)
             }
         } else if bytes.first == UInt8(ascii: " ") || bytes.first == UInt8(ascii: "\t") {
             // Obsolete line folding (RFC 9112 §5.2): a continuation of the previous value.
-            if head != nil {
-                head!.continueLastValue(with: UnsafeRawBufferPointer(rebasing: line))
+            let continuation = UnsafeRawBufferPointer(rebasing: bytes[line])
+            if readingHead {
+                head.continueLastValue(with: continuation)
             } else {
-                trailers?.continueLastValue(with: UnsafeRawBufferPointer(rebasing: line))
+                trailers?.continueLastValue(with: continuation)
             }
         }
         return nil
@@ -256,26 +273,43 @@ struct ResponseHeadParser {
         return trailers
     }
 
-    /// The protocol and the status code of a status line (nil when it is not a number).
-    private static func statusLine(_ line: Slice<UnsafeRawBufferPointer>) -> (version: Slice<UnsafeRawBufferPointer>, code: Int?) {
+    /// Whether `bytes[line]` starts with `HTTP/`, as a status line does.
+    private static func startsWithHTTPSlash(_ bytes: UnsafeRawBufferPointer, _ line: Range<Int>) -> Bool {
+        line.count >= 5 && bytes[line.lowerBound] == UInt8(ascii: "H") && bytes[line.lowerBound + 1] == UInt8(ascii: "T")
+            && bytes[line.lowerBound + 2] == UInt8(ascii: "T") && bytes[line.lowerBound + 3] == UInt8(ascii: "P")
+            && bytes[line.lowerBound + 4] == UInt8(ascii: "/")
+    }
+
+    /// The index of the first `:` in `bytes[line]`, if any.
+    private static func firstColon(_ bytes: UnsafeRawBufferPointer, _ line: Range<Int>) -> Int? {
+        guard let base = bytes.baseAddress, !line.isEmpty,
+              let found = memchr(base + line.lowerBound, Int32(UInt8(ascii: ":")), line.count) else { return nil }
+        return base.distance(to: UnsafeRawPointer(found))
+    }
+
+    /// Where the protocol lies in the status line `bytes[line]`, and its status code (nil
+    /// when it is not a number).
+    private static func statusLine(_ bytes: UnsafeRawBufferPointer, _ line: Range<Int>) -> (version: Range<Int>, code: Int?) {
         let space = UInt8(ascii: " ")
-        let versionEnd = line.firstIndex(of: space) ?? line.endIndex
+        var versionEnd = line.lowerBound
+        while versionEnd < line.upperBound, bytes[versionEnd] != space { versionEnd += 1 }
+        let version = line.lowerBound..<versionEnd
         var index = versionEnd
-        while index < line.endIndex, line[index] == space { index += 1 }
+        while index < line.upperBound, bytes[index] == space { index += 1 }
         var code = 0
         var digits = 0
-        while index < line.endIndex, line[index] != space {
-            let digit = line[index] &- UInt8(ascii: "0")
-            guard digit < 10, digits < 9 else { return (line[line.startIndex..<versionEnd], nil) }
+        while index < line.upperBound, bytes[index] != space {
+            let digit = bytes[index] &- UInt8(ascii: "0")
+            guard digit < 10, digits < 9 else { return (version, nil) }
             code = code * 10 + Int(digit)
             digits += 1
             index += 1
         }
-        return (line[line.startIndex..<versionEnd], digits > 0 ? code : nil)
+        return (version, digits > 0 ? code : nil)
     }
 
-    /// `bytes[start..<end]` without leading and trailing spaces, tabs, CR and LF.
-    private func trimmed(_ bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Slice<UnsafeRawBufferPointer> {
+    /// `start..<end` without leading and trailing spaces, tabs, CR and LF in `bytes`.
+    private static func trimmed(_ bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Range<Int> {
         func isSpace(_ byte: UInt8) -> Bool {
             byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\n")
         }
@@ -283,7 +317,7 @@ struct ResponseHeadParser {
         var upper = end
         while lower < upper, isSpace(bytes[lower]) { lower += 1 }
         while upper > lower, isSpace(bytes[upper - 1]) { upper -= 1 }
-        return bytes[lower..<upper]
+        return lower..<upper
     }
 }
 
