@@ -125,9 +125,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         let first = Result { try inputs.transferRequest(for: request) }
         // The first transfer holds the method upper-cased already, and the header fields as
         // a list (cheaper to scan than the request's dictionary).
-        let prepared = try? first.get()
-        let method = prepared?.method ?? (request.httpMethod ?? "GET").uppercased()
-        let sendsOwnRange = prepared?.headers.contains { fieldNamesMatch($0.name, "Range") } ?? false
+        // Read through `map`, which lends the transfer: `try? first.get()` copied it (a retain
+        // and a release of each of its dozen references).
+        let read = try? first.map { transfer in
+            (method: transfer.method, sendsOwnRange: transfer.headers.contains { fieldNamesMatch($0.name, "Range") })
+        }.get()
+        let method = read?.method ?? (request.httpMethod ?? "GET").uppercased()
+        let sendsOwnRange = read?.sendsOwnRange ?? false
         let inMemory = configuration.download.destination == nil && outputStream == nil
         let machineConfiguration = TransferStateMachine.Configuration(
             maximumRedirects: configuration.maximumRedirects,
@@ -236,8 +240,9 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// The first request's transfer, worked out in `init`, for the first send (now, or on
     /// resume when the operation was paused before it).
     func takeFirstTransfer() -> Result<TransferRequest, any Error>? {
-        defer { firstTransfer = nil }
-        return firstTransfer
+        // Moved out, not copied and then cleared (a retain and a release of every reference
+        // the transfer holds).
+        firstTransfer.take()
     }
 
     /// The operation was cancelled: its machine ended then, in the caller's thread, so
@@ -262,7 +267,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
     /// - Parameters:
     ///   - attempt: The machine's attempt number when it answered `send`.
     ///   - prepared: Its transfer, when worked out before (the first request's).
-    func start(_ send: TransferStateMachine.Send, attempt: Int, prepared: Result<TransferRequest, any Error>? = nil) {
+    func start(_ send: TransferStateMachine.Send, attempt: Int, prepared: consuming Result<TransferRequest, any Error>? = nil) {
         // Still the machine's request? A resume's job may come after an outcome (a timeout
         // or a write failure queued between the pause and the resume), or after a pause and
         // resume that made a newer attempt: nothing is sent for it then.
@@ -286,7 +291,13 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             sentBodyStream = ObjectIdentifier(stream)
         }
         do {
-            var transferRequest = try (prepared ?? Result { try self.inputs.transferRequest(for: request) }).get()
+            // Moved from `prepared` to the transfer without a copy on the way.
+            var transferRequest: TransferRequest
+            switch consume prepared {
+            case .some(.success(let ready)): transferRequest = ready
+            case .some(.failure(let error)): throw error
+            case nil: transferRequest = try inputs.transferRequest(for: request)
+            }
             if case .stream = transferRequest.body {
                 transferRequest.bodyQueue = readerQueue
                 transferRequest.rewindsBody = rewindsBody

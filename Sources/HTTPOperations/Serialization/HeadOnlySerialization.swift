@@ -18,10 +18,10 @@ extension HTTPResponseSerializer {
         ObjectIdentifier(XMLDocumentResponseSerializer.self), ObjectIdentifier(ImageResponseSerializer.self),
     ]
 
-    /// Whether this serializer is one of the library's own (not a subclass) and can judge a
-    /// response from its head.
-    var judgesFromHead: Bool {
-        self is any HeadOnlyDecoding || Self.headOnlyTypes.contains(ObjectIdentifier(type(of: self)))
+    /// Whether serializers of `type` are the library's own (not a subclass) and can judge a
+    /// response from its head: read once per serializer, into ``judgesFromHead``.
+    static func judgesFromHead(_ type: HTTPResponseSerializer.Type) -> Bool {
+        type is any HeadOnlyDecoding.Type || headOnlyTypes.contains(ObjectIdentifier(type))
     }
 
     /// The decoded body, when the head alone shows the response is accepted and the body

@@ -79,7 +79,8 @@ struct TransferRequest: @unchecked Sendable {
         guard allowedSchemes?.contains(scheme) ?? (scheme == "http" || scheme == "https") else {
             throw SecurityError(.schemeNotAllowed(scheme), url: url)
         }
-        if scheme == "http" || scheme == "https", (url.host ?? "").isEmpty {
+        // The host as written: empty or not either way, without decoding it (`host` decodes).
+        if scheme == "http" || scheme == "https", (url.host(percentEncoded: true) ?? "").isEmpty {
             throw URLError(.badURL, url: url, description: "The URL \(url.absoluteString) has no host.")
         }
         if request.cachePolicy == .returnCacheDataDontLoad {
