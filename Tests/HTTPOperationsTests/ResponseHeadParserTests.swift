@@ -8,7 +8,12 @@ extension AllTests {
         /// Random sequences of status lines, fields, folded lines, blank lines and junk, with
         /// spaces, tabs and line endings varied: every head and every trailers block the byte
         /// parser hands over must be the one `PlainHeadReading` (Strings and the standard
-        /// library, no byte offsets) reads from the same lines. Checked after each sequence.
+        /// library, no byte offsets) reads from the same lines. Checked after each line.
+        ///
+        /// The plain reading follows the same rules, so this holds the parser's mechanics
+        /// (trimming, indices, the colon search, the hand-over of heads and trailers) to them,
+        /// not the rules themselves; `headParser…` tests above and the fuzz test cover those.
+        /// Its lines are ASCII: a `Character` can join a byte with what follows it.
         @Test func theByteParserReadsWhatAPlainReadingReads() {
             var random = SeededGenerator(for: "theByteParserReadsWhatAPlainReadingReads")
             var headsCompared = 0

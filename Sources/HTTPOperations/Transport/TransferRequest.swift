@@ -79,8 +79,7 @@ struct TransferRequest: @unchecked Sendable {
         guard allowedSchemes?.contains(scheme) ?? (scheme == "http" || scheme == "https") else {
             throw SecurityError(.schemeNotAllowed(scheme), url: url)
         }
-        // The host as written: empty or not either way, without decoding it (`host` decodes).
-        if scheme == "http" || scheme == "https", (url.host(percentEncoded: true) ?? "").isEmpty {
+        if scheme == "http" || scheme == "https", (url.host ?? "").isEmpty {
             throw URLError(.badURL, url: url, description: "The URL \(url.absoluteString) has no host.")
         }
         if request.cachePolicy == .returnCacheDataDontLoad {
