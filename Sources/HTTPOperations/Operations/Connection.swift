@@ -219,24 +219,6 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         start(send, attempt: attempt, prepared: takeFirstTransfer())
     }
 
-    /// Fails the operation with `URLError(.timedOut)` `limit` from now, whatever it is doing
-    /// then, unless its outcome was given before. One timer for the whole operation: it
-    /// covers transfers, retry waits, block decisions and pauses alike.
-    private func armDeadline(after limit: Duration) {
-        // Longer than about 292 years is no limit (`.seconds(Int64.max)`): nothing to arm.
-        // Multiplying the seconds here trapped on the network thread for such a limit.
-        guard let delay = limit.dispatchDelay else { return }
-        let connection = WeakConnection(self)
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
-            NetworkThread.shared.perform {
-                guard let self = connection.value, !self.withMachine({ $0.isFinished }) else { return }
-                self.log("total timeout", ["httpop.limit": "\(limit)"])
-                self.fail(URLError(.timedOut, url: self.request.url,
-                                   description: "The operation did not finish within its total timeout of \(limit)."))
-            }
-        }
-    }
-
     /// The first request's transfer, worked out in `init`, for the first send (now, or on
     /// resume when the operation was paused before it).
     func takeFirstTransfer() -> Result<TransferRequest, any Error>? {
@@ -591,15 +573,5 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                            completion: completionCheck(complete: complete),
                            handoff: NetworkThread.shared.callbacks)
         NetworkThread.shared.connectionEnded()
-    }
-}
-
-/// A weak reference to a connection that a timer can carry to the network thread, where it is
-/// read: a timer must not keep a finished operation's connection alive until it fires.
-private final class WeakConnection: @unchecked Sendable {
-    weak var value: Connection?
-
-    init(_ value: Connection) {
-        self.value = value
     }
 }
