@@ -99,6 +99,24 @@ extension AllTests {
             #expect(hints.first?.1 == "</style.css>; rel=preload")
         }
 
+        /// The informational block runs before the operation's completion, even when it takes
+        /// its time: the two are the operation's callbacks, in the order their events came.
+        /// (With no progress block, the callbacks went to a concurrent global queue, so the
+        /// completion could run first: `anEarlyHintIsObservedAndNeverTheAnswer` failed once in
+        /// a CI run that way, with the hint recorded after the test had read it.)
+        @Test func anEarlyHintIsToldBeforeTheCompletion() async throws {
+            let op = HTTPRequestOperation(request: URLRequest(url: Self.url("/early-hints")))
+            let events = Mutex<[String]>([])
+            op.setInformationalResponseBlock { _, response in
+                Thread.sleep(forTimeInterval: 0.3)
+                events.withLock { $0.append("hint \(response.statusCode)") }
+            }
+            // `run` returns from the operation's success block.
+            let outcome = try await run(op)
+            #expect(outcome.error == nil)
+            #expect(events.withLock { $0 } == ["hint 103"], "the success block ran before the informational block had")
+        }
+
         /// Request trailers: a streamed body of unknown length goes chunked, and the fields the
         /// block gives once the stream ended follow it; the server sees them.
         @Test func requestTrailersFollowAStreamedBody() async throws {

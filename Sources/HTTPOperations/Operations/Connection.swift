@@ -22,8 +22,9 @@ import Logging
 final class Connection: CurlTransferDelegate, @unchecked Sendable {
     let operation: URLConnectionOperation
     let logger: Logger
-    /// Where callbacks run: the completion queue, or, when there are progress callbacks to
-    /// keep in order ahead of the outcome, a serial queue targeting it.
+    /// Where callbacks run: the completion queue, or, when there are progress or
+    /// informational callbacks to keep in order ahead of the outcome, a serial queue
+    /// targeting it.
     let callbackQueue: DispatchQueue
     let completionGroup: DispatchGroup?
     let redirectBlock: RedirectResponseBlock?
@@ -113,8 +114,11 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         self.everyStatusIsAnAnswer = configuration.everyStatusIsAnAnswer
         self.request = request
         self.originalRequest = request
-        let hasProgress = configuration.uploadProgress != nil || configuration.downloadProgress != nil
-        let queue = hasProgress
+        // The completion queue may be concurrent (the global one, by default): callbacks that
+        // must run before the outcome's, in order, need a serial queue of their own.
+        let callbacksBeforeTheOutcome = configuration.uploadProgress != nil || configuration.downloadProgress != nil
+            || configuration.informationalBlock != nil
+        let queue = callbacksBeforeTheOutcome
             ? URLConnectionOperation.makeCallbackQueue(targeting: configuration.completionQueue)
             : configuration.completionQueue ?? .global()
         self.callbackQueue = queue
