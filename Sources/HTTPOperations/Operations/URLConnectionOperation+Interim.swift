@@ -8,8 +8,9 @@ public typealias InformationalResponseBlock = @Sendable (_ operation: URLConnect
 /// body.
 extension URLConnectionOperation {
     /// Sets the block told of each informational (1xx) response that arrives before the
-    /// answer (100 Continue, 103 Early Hints). Runs on ``completionQueue`` (in order when it
-    /// is serial, or when a progress block is set), before the outcome.
+    /// answer (100 Continue, 103 Early Hints). Runs on ``completionQueue``, in order and
+    /// before the outcome: an operation with this block gets a serial queue targeting it.
+    /// Set it before the operation starts; the operation reads its settings then.
     public func setInformationalResponseBlock(_ block: InformationalResponseBlock?) {
         state.withLock { $0.settings.informationalBlock = block }
     }

@@ -169,8 +169,8 @@ extension URLConnectionOperation {
     ///   - timings, retries, resumes: What the transfers measured, for the timings, the
     ///     metrics and the span.
     ///   - callbackQueue: The queue the operation's other callbacks went through (serial when
-    ///     there were progress callbacks), so the outcome comes after all of them; nil means
-    ///     the completion queue.
+    ///     there were progress or informational callbacks), so the outcome comes after all of
+    ///     them; nil means the completion queue.
     ///   - completion: A last check of a successful transfer (integrity), run on the callback
     ///     queue before processResponse(); an error it returns fails the operation, unless it
     ///     was cancelled meanwhile.
