@@ -436,7 +436,10 @@ struct ResourceState: Sendable {
             }
         }
         let version = versions[current]
-        var headers: [(String, String)] = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
+        // A `Date` after every `Last-Modified` the server makes (all on 21 Nov 2026 before
+        // 10:30): the dates are strong validators, as a real server's are (RFC 9110 §8.8.2.2).
+        var headers: [(String, String)] = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes"),
+                                           ("Date", "Sat, 21 Nov 2026 12:00:00 GMT")]
         var validators: [(String, String)] = []
         if let tag = version.entityTag { validators.append(("ETag", tag)) }
         if let date = version.lastModified { validators.append(("Last-Modified", date)) }

@@ -17,6 +17,9 @@ public enum FaultStep: Sendable {
     /// Writes `chunk(n)` for n = 0, 1, 2, … every `interval` until the peer goes away: a body
     /// that never ends.
     case sendForever(chunk: @Sendable (Int) -> [UInt8], interval: Duration)
+    /// Reads the next request head on the same connection (a client that reused it) and goes
+    /// on; closes when the peer closes first. Its body, if any, is left unread.
+    case readNextRequest
     /// Closes the connection normally (FIN).
     case closeWithFIN
     /// Closes the connection with a reset (RST): `SO_LINGER` zero, then close.
@@ -41,11 +44,17 @@ public final class FaultServer: Sendable {
     /// The loopback port the server listens on.
     public let port: Int
     private let listener: Int32
-    private let script: @Sendable (String) -> [FaultStep]
+    private let script: @Sendable (FaultRequest) -> [FaultStep]
 
     /// Starts a server on 127.0.0.1 and a port the kernel picks. `script` maps a request's
     /// path (with its query) to what the server does.
     public static func start(script: @escaping @Sendable (String) -> [FaultStep]) throws -> FaultServer {
+        try startWithHeads { request in script(request.path) }
+    }
+
+    /// Starts a server whose script sees each connection's first request head: its path and
+    /// header fields (what a `Range` or `If-Range` asked).
+    public static func startWithHeads(_ script: @escaping @Sendable (FaultRequest) -> [FaultStep]) throws -> FaultServer {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw FaultServerError("socket: errno \(errno)") }
         var reuse: Int32 = 1
@@ -72,7 +81,7 @@ public final class FaultServer: Sendable {
         return server
     }
 
-    private init(port: Int, listener: Int32, script: @escaping @Sendable (String) -> [FaultStep]) {
+    private init(port: Int, listener: Int32, script: @escaping @Sendable (FaultRequest) -> [FaultStep]) {
         self.port = port
         self.listener = listener
         self.script = script
@@ -97,8 +106,8 @@ public final class FaultServer: Sendable {
     private func serve(_ connection: Int32) {
         var open = true
         defer { if open { close(connection) } }
-        guard let path = readRequestPath(connection) else { return }
-        for step in script(path) {
+        guard let request = readRequest(connection) else { return }
+        for step in script(request) {
             switch step {
             case .send(let bytes):
                 guard write(bytes, to: connection) else { return }
@@ -118,6 +127,8 @@ public final class FaultServer: Sendable {
                     Thread.sleep(forTimeInterval: interval.seconds)
                 }
                 return
+            case .readNextRequest:
+                guard readRequest(connection) != nil else { return }
             case .closeWithFIN:
                 return
             case .closeWithRST:
@@ -141,8 +152,8 @@ public final class FaultServer: Sendable {
         }
     }
 
-    /// The path of the request head read from `connection`, or nil when the peer went first.
-    private func readRequestPath(_ connection: Int32) -> String? {
+    /// The request head read from `connection`, or nil when the peer went first.
+    private func readRequest(_ connection: Int32) -> FaultRequest? {
         var head = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
         let blankLine: [UInt8] = [13, 10, 13, 10]
@@ -153,9 +164,15 @@ public final class FaultServer: Sendable {
             head.append(buffer[0])
             if head.count > 64 * 1024 { return nil }
         }
-        let requestLine = String(decoding: head.prefix { $0 != 13 }, as: UTF8.self)
-        let parts = requestLine.split(separator: " ")
-        return parts.count >= 2 ? String(parts[1]) : nil
+        let lines = String(decoding: head, as: UTF8.self).components(separatedBy: "\r\n")
+        let parts = lines[0].split(separator: " ")
+        guard parts.count >= 2 else { return nil }
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[line[..<colon].lowercased(), default: ""] += line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return FaultRequest(method: String(parts[0]), path: String(parts[1]), fields: fields)
     }
 
     /// Writes all of `bytes`; false once the peer has gone.
@@ -169,6 +186,19 @@ public final class FaultServer: Sendable {
         }
         return true
     }
+}
+
+/// A request head as a ``FaultServer`` script sees it.
+public struct FaultRequest: Sendable {
+    /// The method.
+    public let method: String
+    /// The request target: the path with its query.
+    public let path: String
+    /// The header fields by lower-case name (repeated ones run together).
+    public let fields: [String: String]
+
+    /// The value of the field `name` (any case), if sent.
+    public func field(_ name: String) -> String? { fields[name.lowercased()] }
 }
 
 /// Why a ``FaultServer`` did not start.

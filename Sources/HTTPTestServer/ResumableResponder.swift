@@ -63,7 +63,10 @@ extension RequestRouter {
         }
         let lastModified = query["lm"] == "1" ? "Sat, 21 Nov 2026 10:00:\(String(format: "%02d", version % 60)) GMT" : nil
 
-        var headers = HTTPHeaders([("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")])
+        // A `Date`, as every origin server with a clock sends (RFC 9110 §6.6.1): what makes its
+        // `Last-Modified` a strong validator.
+        var headers = HTTPHeaders([("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes"),
+                                   ("Date", Self.httpDate(Date()))])
         if let etag { headers.add(name: "ETag", value: etag) }
         if let lastModified { headers.add(name: "Last-Modified", value: lastModified) }
 

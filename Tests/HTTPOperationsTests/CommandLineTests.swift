@@ -221,3 +221,74 @@ extension AllTests {
         }
     }
 }
+
+extension AllTests.CommandLineTests {
+    /// The library asks for TLS 1.2 at least, whatever OpenSSL's configuration allows: with a
+    /// configuration that lets OpenSSL speak TLS 1.1 (security level 0, `MinProtocol = TLSv1`),
+    /// a server that speaks only 1.1 is refused, with or without `-k`. Run in a process of its
+    /// own, since OpenSSL reads its configuration once per process.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "openssl is not installed"))
+    func aServerThatSpeaksOnlyTLS11IsRefused() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-tls11-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        func openssl(_ arguments: [String]) throws -> Process {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        let key = folder.appendingPathComponent("key.pem").path, certificate = folder.appendingPathComponent("cert.pem").path
+        let made = try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
+                                "-days", "1", "-subj", "/CN=127.0.0.1"])
+        made.waitUntilExit()
+        try #require(made.terminationStatus == 0)
+        let configuration = folder.appendingPathComponent("openssl.cnf")
+        try """
+        openssl_conf = init
+        [init]
+        ssl_conf = ssl
+        [ssl]
+        system_default = permissive
+        [permissive]
+        MinProtocol = TLSv1
+        CipherString = DEFAULT:@SECLEVEL=0
+        """.write(to: configuration, atomically: true, encoding: .utf8)
+        let port = Int.random(in: 20_000...40_000)
+        let server = try openssl(["s_server", "-accept", "127.0.0.1:\(port)", "-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0",
+                                  "-key", key, "-cert", certificate, "-www"])
+        defer { server.terminate() }
+        // The control: OpenSSL itself, under that configuration, speaks TLS 1.1 with the
+        // server (so the refusal below is the library's, not a server that is not up yet).
+        var spoke = false
+        for _ in 0..<50 where !spoke {
+            let probe = Process()
+            probe.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            probe.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0"]
+            probe.environment = ["OPENSSL_CONF": configuration.path]
+            probe.standardInput = FileHandle.nullDevice
+            probe.standardOutput = FileHandle.nullDevice
+            probe.standardError = FileHandle.nullDevice
+            try probe.run()
+            probe.waitUntilExit()
+            spoke = probe.terminationStatus == 0
+            if !spoke { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        try #require(spoke, "openssl s_server did not speak TLS 1.1 on port \(port)")
+
+        let client = Process()
+        client.executableURL = builtHTTPOp
+        client.arguments = ["get", "-k", "https://127.0.0.1:\(port)/"]
+        client.environment = ["OPENSSL_CONF": configuration.path]
+        let stderr = Pipe()
+        client.standardError = stderr
+        client.standardOutput = FileHandle.nullDevice
+        try client.run()
+        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        client.waitUntilExit()
+        #expect(client.terminationStatus == 1, "TLS 1.1 was accepted: \(said)")
+    }
+}

@@ -197,3 +197,55 @@ extension AllTests.HTTPTypesDoor {
         #expect((operation.error as? URLError)?.code == .cancelled, "\(String(describing: operation.error))")
     }
 }
+
+extension AllTests {
+    /// What the HTTPTypes door sends is what the `HTTPRequest` names: its origin and its
+    /// fields' bytes.
+    @Suite struct HTTPTypesDoorWire {
+        /// A server that records each request head's target and `X-Name` value.
+        static func recordingServer(_ seen: LineLog) throws -> FaultServer {
+            try FaultServer.startWithHeads({ request in
+                seen.append("\(request.path) \(request.field("X-Name") ?? "-")")
+                return [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)), .closeWithFIN]
+            })
+        }
+
+        /// The report: `é` arrived as `c3 83 c2 a9` (read as ISO-8859-1, written as UTF-8).
+        @Test func aFieldValuesBytesGoToTheWireAsTheyAre() async throws {
+            let seen = LineLog()
+            let server = try Self.recordingServer(seen)
+            var request = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/v")
+            request.headerFields[HTTPField.Name("X-Name")!] = "café"
+            let (response, _) = try await HTTPRequestOperationManager().perform(request)
+            #expect(response.status == .ok)
+            #expect(seen.all == ["/v café"])
+
+            // Bytes that are not UTF-8 cannot be carried as they are: refused, nothing sent.
+            var latin = request
+            latin.headerFields = HTTPFields([HTTPField(name: HTTPField.Name("X-Name")!, lenientValue: [0x63, 0xE9])])
+            await #expect(throws: RequestSerializationError.self) { _ = try await HTTPRequestOperationManager().perform(latin) }
+            #expect(seen.all.count == 1)
+        }
+
+        /// The report: a path that is an absolute URL went to the server it names. A request
+        /// target is origin-form (`*` for OPTIONS); anything else is refused.
+        @Test func aPathThatNamesAnotherOriginIsRefused() async throws {
+            let seen = LineLog(), elsewhere = LineLog()
+            let server = try Self.recordingServer(seen)
+            let other = try Self.recordingServer(elsewhere)
+            let manager = HTTPRequestOperationManager(baseURL: URL(string: "http://127.0.0.1:\(server.port)/"))
+            for path in ["http://127.0.0.1:\(other.port)/x", "//127.0.0.1:\(other.port)/x", "127.0.0.1:\(other.port)/x"] {
+                let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path)
+                await #expect(throws: RequestSerializationError.self, "\(path)") { _ = try await manager.perform(request) }
+                let full = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: path)
+                await #expect(throws: RequestSerializationError.self, "\(path)") { _ = try await manager.perform(full) }
+            }
+            let star = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "*")
+            await #expect(throws: RequestSerializationError.self) { _ = try await manager.perform(star) }
+            let (response, _) = try await manager.perform(HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/here"))
+            #expect(response.status == .ok)
+            #expect(elsewhere.all.isEmpty, "the other origin saw \(elsewhere.all)")
+            #expect(seen.all == ["/here -"])
+        }
+    }
+}

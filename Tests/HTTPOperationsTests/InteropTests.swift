@@ -213,6 +213,39 @@ extension AllTests {
             #expect(ranged.allSatisfy { $0.contains(" 206 range=\"bytes=") && $0.contains("if_range=\"\(etag)\"") }, "\(lines)")
         }
 
+        /// The report: with nginx's `gzip on`, the first answer carries `ETag: W/"x"` and the
+        /// range answer `ETag: "x"`; the weak tag was compared as a plain string (or its date
+        /// sent in `If-Range` beside it), every resume failed with `validatorChanged`, and the
+        /// resume data kept made every later attempt fail the same way. A weak ETag names no
+        /// version a range may continue (RFC 9110 §13.1.5): the resume asks for the whole
+        /// resource again, and completes.
+        @Test func aPausedGzippedDownloadWithAWeakETagCompletes() async throws {
+            let nginx = ExternalServers.nginx
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-nginx-\(UUID()).bin")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.baseURL + "/gzipped/5m.bin")!))
+            op.destinationURL = file
+            let recorder = OutcomeRecorder()
+            recorder.watch(op)
+            let paused = TestSignal("pause")
+            let pausing = Mutex(false)
+            op.setDownloadProgressBlock { _, total, _ in
+                guard total >= 1 << 20, !pausing.withLock({ let was = $0; $0 = true; return was }) else { return }
+                op.pause { paused.fire() }
+            }
+            OperationQueue().addOperation(op)
+            try await paused.wait()
+            #expect(op.response?.value(forHTTPHeaderField: "ETag")?.hasPrefix("W/") == true, "nginx gzipped the body")
+            op.resume()
+            try await recorder.done.wait(timeout: .seconds(30))
+            #expect(recorder.outcome(of: op)?.error == nil, "\(String(describing: recorder.outcome(of: op)?.error))")
+            #expect(sha256(try Data(contentsOf: file)) == sha256(nginx.fiveMegabytes))
+            #expect(op.downloadMetrics.restartsFromZero == 1)
+            // nginx's record: two whole requests, no Range, no If-Range.
+            let lines = await nginx.accessLogLines(startingWith: "/gzipped/5m.bin ", atLeast: 2)
+            #expect(lines.count == 2 && lines.allSatisfy { $0.contains(" 200 range=\"\" if_range=\"\"") }, "\(lines)")
+        }
+
         @Test func staticFilesArriveWhole() async throws {
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: ExternalServers.nginx.baseURL + "/hello.txt")!))
             #expect(try await run(op).error == nil)

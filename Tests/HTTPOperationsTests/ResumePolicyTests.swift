@@ -57,12 +57,21 @@ extension AllTests {
             #expect(throws: DecodingError.self) { try ResumeData(from: Data("{}".utf8)) }
         }
 
-        @Test func validatorsPreferAStrongETag() {
-            #expect(ResumeValidator(etag: "\"v1\"", lastModified: "Sat, 21 Nov 2026 10:00:00 GMT") == .entityTag("\"v1\""))
-            #expect(ResumeValidator(etag: "W/\"v1\"", lastModified: "Sat, 21 Nov 2026 10:00:00 GMT")
-                == .lastModified("Sat, 21 Nov 2026 10:00:00 GMT"))
-            #expect(ResumeValidator(etag: "W/\"v1\"", lastModified: nil) == nil)
-            #expect(ResumeValidator(etag: nil, lastModified: nil) == nil)
+        /// RFC 9110 §13.1.5: `If-Range` takes a strong ETag; a date only when there is no ETag
+        /// at all and the date is strong (§8.8.2.2: a second or more before the `Date`).
+        @Test func ifRangeTakesAStrongValidatorOnly() {
+            let modified = "Sat, 21 Nov 2026 10:00:00 GMT", later = "Sat, 21 Nov 2026 10:00:01 GMT"
+            #expect(ResumeValidator(etag: "\"v1\"", lastModified: modified, date: later) == .entityTag("\"v1\""))
+            #expect(ResumeValidator(etag: "\"v1\"", lastModified: modified, date: nil) == .entityTag("\"v1\""))
+            // A weak ETag is never sent, and rules the date out (the report: it was sent).
+            #expect(ResumeValidator(etag: "W/\"v1\"", lastModified: modified, date: later) == nil)
+            #expect(ResumeValidator(etag: "W/\"v1\"", lastModified: nil, date: later) == nil)
+            #expect(ResumeValidator(etag: nil, lastModified: modified, date: later) == .lastModified(modified))
+            // Modified in the second it was served, or no Date to tell: weak (the report: sent).
+            #expect(ResumeValidator(etag: nil, lastModified: modified, date: modified) == nil)
+            #expect(ResumeValidator(etag: nil, lastModified: modified, date: nil) == nil)
+            #expect(ResumeValidator(etag: nil, lastModified: "yesterday", date: later) == nil)
+            #expect(ResumeValidator(etag: nil, lastModified: nil, date: later) == nil)
         }
     }
 }

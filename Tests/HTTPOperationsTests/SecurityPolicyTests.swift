@@ -232,6 +232,37 @@ extension AllTests {
             let refused = try await Self.get(server, SecurityPolicy(trustedCertificateAuthorities: authorities, clientIdentity: wrong))
             #expect(refused.urlErrorCode == .clientCertificateRejected, "\(String(describing: refused.error))")
             #expect(server.http.receivedRequests.count == 1)
+
+            // No passphrase for an encrypted key: OpenSSL would ask on the terminal, on the
+            // network thread. The identity is refused when it is made.
+            #expect(throws: SecurityError.self) {
+                try ClientIdentity(certificateFile: certificateFile, privateKeyFile: encryptedKey)
+            }
+            // A key file encrypted after the identity was made (renewed in place) fails at
+            // once, with no prompt.
+            let renewed = try folder.write("renewed.key", Self.certificates.client.privateKeyPEM)
+            let later = try ClientIdentity(certificateFile: certificateFile, privateKeyFile: renewed)
+            try FileManager.default.removeItem(at: renewed)
+            try FileManager.default.copyItem(at: encryptedKey, to: renewed)
+            let prompted = try await Self.get(server, SecurityPolicy(trustedCertificateAuthorities: authorities, clientIdentity: later))
+            #expect(prompted.urlErrorCode == .clientCertificateRejected, "\(String(describing: prompted.error))")
+            #expect(server.http.receivedRequests.count == 1)
+        }
+
+        /// Secrets never show in a description, a debug description or a dump.
+        @Test func descriptionsRedactPassphrasesAndPasswords() throws {
+            let identity = try ClientIdentity(certificate: .pem(Data(Self.certificates.client.certificatePEM.utf8)),
+                                              privateKey: .pem(Data(Self.certificates.client.privateKeyPEM.utf8)),
+                                              passphrase: "hunter2-passphrase")
+            let proxy = try Proxy(URL(string: "http://proxy.test:3128")!, user: "ada", password: "hunter2-password")
+            for (value, secret) in [(identity as Any, "hunter2-passphrase"), (proxy as Any, "hunter2-password")] {
+                var dumped = ""
+                dump(value, to: &dumped)
+                for text in [String(describing: value), String(reflecting: value), dumped, "\(value)"] {
+                    #expect(!text.contains(secret), "\(text)")
+                    #expect(text.contains("<redacted>"), "\(text)")
+                }
+            }
         }
 
         @Test func theMinimumTLSVersionIsEnforced() async throws {
@@ -320,6 +351,37 @@ extension AllTests {
             let redirected = try await get(server.http.url(.redirectTo(elsewhere, status: 302), host: "localhost"))
             #expect(redirected.urlErrorCode == .serverCertificateUntrusted, "\(String(describing: redirected.error))")
             #expect(server.http.receivedRequests.map(\.uri).filter { $0.hasPrefix("/bytes") }.count == 1)
+        }
+
+        /// The report: a pin set for `127.0.0.1` was skipped by spelling the address `127.1`
+        /// (Foundation's `URL.host` keeps it as written, curl connects to `127.0.0.1`), and an
+        /// impostor answered 200. Each spelling curl reads as that address gets its policy.
+        @Test(arguments: ["127.1", "2130706433", "0x7f000001", "0177.0.0.1", "127.0.0.1"])
+        func aPinCannotBeDodgedBySpellingTheAddress(spelling: String) async throws {
+            let server = try TLSTestServer.start(.goodChain)
+            defer { server.shutdown() }
+            let wrongPin = try PublicKeyPin(Self.certificates.untrustedClient.publicKeyPin)
+            let manager = HTTPRequestOperationManager()
+            manager.responseSerializer = HTTPResponseSerializer()
+            manager.securityPolicy = try Self.trustingTheTestRoot()
+            manager.setSecurityPolicy(try Self.trustingTheTestRoot(pinningMode: .publicKey, pinnedPublicKeys: [wrongPin]),
+                                      forHost: "127.0.0.1")
+            let url = server.http.url(.bytes(10), host: spelling)
+            let outcome = try await run(manager.httpRequestOperation(with: URLRequest(url: url), success: nil, failure: nil))
+            #expect((outcome.error as? SecurityError)?.code == .pinMismatch, "\(spelling): \(String(describing: outcome.error))")
+            #expect(server.http.receivedRequests.isEmpty)
+        }
+
+        @Test func hostNamesAreReadAsCurlConnects() {
+            #expect(HostName.canonical("127.1") == "127.0.0.1")
+            #expect(HostName.canonical("0X7F.1") == "127.0.0.1")
+            #expect(HostName.canonical("Example.COM.") == "example.com")
+            #expect(HostName.canonical("[::FFFF:127.0.0.1]") == "::ffff:127.0.0.1")
+            #expect(HostName.canonical("0:0:0:0:0:0:0:1") == "::1")
+            #expect(HostName.canonical("1.2.3.4.example") == "1.2.3.4.example")
+            #expect(HostName.canonical("deadbeef") == "deadbeef", "a name, not hexadecimal without 0x")
+            #expect(HostName.canonical("4294967296") == "4294967296", "past 32 bits: no address")
+            #expect(HostSecurityPolicies.normalized("2130706433") == "127.0.0.1")
         }
 
         @Test func anOperationsPolicyIsItsHostsOnly() throws {

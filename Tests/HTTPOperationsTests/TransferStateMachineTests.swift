@@ -118,11 +118,21 @@ extension AllTests {
             }
         }
 
-        @Test func aWeakEntityTagIsNoValidatorButLastModifiedIs() {
+        /// RFC 9110 §13.1.5: a weak ETag is never sent, and rules out the date beside it; a date
+        /// alone is the validator when it is a second or more before the `Date`.
+        @Test func aWeakEntityTagIsNoValidatorAndRulesOutTheDate() {
             var machine = Self.machine()
             _ = machine.begin(held: 0)
-            _ = machine.headReceived(Self.head(200, ("ETag", #"W/"w""#), ("Last-Modified", "Sat, 21 Nov 2026 10:00:00 GMT")))
-            #expect(machine.validator == .lastModified("Sat, 21 Nov 2026 10:00:00 GMT"))
+            _ = machine.headReceived(Self.head(200, ("ETag", #"W/"w""#), ("Last-Modified", "Sat, 21 Nov 2026 10:00:00 GMT"),
+                                               ("Date", "Sat, 21 Nov 2026 11:00:00 GMT")))
+            #expect(machine.validator == nil)
+            #expect(!machine.heldVersionIsNamed)
+            var dated = Self.machine()
+            _ = dated.begin(held: 0)
+            _ = dated.headReceived(Self.head(200, ("Last-Modified", "Sat, 21 Nov 2026 10:00:00 GMT"),
+                                             ("Date", "Sat, 21 Nov 2026 11:00:00 GMT")))
+            #expect(dated.validator == .lastModified("Sat, 21 Nov 2026 10:00:00 GMT"))
+            #expect(dated.heldVersionIsNamed)
         }
 
         /// An error answer (a final status outside 2xx that nothing replaces) is never part
@@ -208,7 +218,8 @@ extension AllTests {
             _ = machine.begin(held: 500)
             let head = Self.head(416, ("Content-Range", "bytes */500"), ("ETag", #""v2""#))
             #expect(machine.headReceived(head) == .abort)
-            #expect(machine.transferCompleted(error: nil) == .report(.failure(.resume(.validatorChanged(expected: Self.etag, received: #""v2""#)))))
+            #expect(machine.transferCompleted(error: nil) == .send(.init(rangeFrom: nil, validator: nil, reason: .retry)))
+            #expect(machine.metrics.restartsFromZero == 0, "counted when the whole answer empties what is held")
 
             var same = Self.machine(validator: .entityTag(Self.etag), knownLength: nil)
             _ = same.begin(held: 500)
@@ -297,7 +308,6 @@ extension AllTests {
             (head(206, ("Content-Range", "bytes 500-999/1000")), ResumeError.Reason.rangeStartMismatch(expected: 400, received: 500)),
             (head(206), .malformedContentRange(nil)),
             (head(206, ("Content-Range", "bytes 400-1999/2000")), .lengthChanged(expected: 1000, received: 2000)),
-            (head(206, ("Content-Range", "bytes 400-999/1000"), ("ETag", #""v2""#)), .validatorChanged(expected: #""v1""#, received: #""v2""#)),
             (head(416, ("Content-Range", "bytes */900")), .unsatisfiableRange(held: 400, length: 900)),
         ])
         func aRangeAnswerThatDoesNotFitIsRefusedBeforeAByte(head: ResponseHead, reason: ResumeError.Reason) {
@@ -307,6 +317,71 @@ extension AllTests {
             #expect(machine.held == 400, "nothing appended")
             let curlSaysAborted = URLError(.cannotWriteToFile)
             #expect(machine.transferCompleted(error: curlSaysAborted) == .report(.failure(.resume(reason))))
+        }
+
+        /// A 206 of another version (a server that ignores `If-Range`): nothing appended, the
+        /// whole resource asked for at once, which then empties what is held.
+        @Test func a206OfAnotherVersionAsksForTheWholeResource() {
+            var machine = Self.resuming(held: 400)
+            let other = Self.head(206, ("Content-Range", "bytes 400-999/1000"), ("ETag", #""v2""#))
+            #expect(machine.headReceived(other) == .abort)
+            #expect(Self.body(&machine, 10) == .abort)
+            #expect(machine.held == 400, "nothing appended")
+            #expect(machine.transferCompleted(error: URLError(.cannotWriteToFile)) == .send(.init(rangeFrom: nil, validator: nil, reason: .retry)))
+            #expect(machine.versionRestarts == 1)
+
+            var restarting = Self.resuming(held: 400)
+            _ = restarting.headReceived(other)
+            _ = restarting.transferCompleted(error: URLError(.cannotWriteToFile))
+            let whole = Self.head(200, ("ETag", #""v2""#), ("Content-Length", "1000"))
+            #expect(restarting.headReceived(whole) == .deliver(restartFromZero: true, newIdentity: true))
+            #expect(restarting.held == 0)
+            #expect(restarting.metrics.restartsFromZero == 1)
+            #expect(Self.body(&restarting, 1000) == .append)
+            #expect(restarting.transferCompleted(error: nil) == .report(.success))
+        }
+
+        /// A server that changes its version on every answer and ignores `If-Range` is asked
+        /// for the whole resource a bounded number of times; then the failure.
+        @Test func aVersionThatNeverHoldsStillEnds() {
+            var machine = Self.machine { $0.retryPolicy = RetryPolicy(maximumRetries: 10, initialDelay: 0) }
+            _ = machine.begin(held: 0)
+            var version = 1
+            func whole() -> ResponseHead { Self.head(200, ("ETag", "\"v\(version)\""), ("Content-Length", "1000")) }
+            _ = machine.headReceived(whole())
+            _ = Self.body(&machine, 100)
+            for round in 0...Machine.maximumVersionRestarts {
+                #expect(machine.transferCompleted(error: URLError(.networkConnectionLost)) == .scheduleRetry(after: 0))
+                #expect(machine.retryTimerFired()?.rangeFrom == 100, "round \(round)")
+                version += 1
+                let other = Self.head(206, ("Content-Range", "bytes 100-999/1000"), ("ETag", "\"v\(version)\""))
+                #expect(machine.headReceived(other) == .abort)
+                let completion = machine.transferCompleted(error: URLError(.cannotWriteToFile))
+                guard round < Machine.maximumVersionRestarts else {
+                    #expect(completion == .report(.failure(.resume(.validatorChanged(expected: "\"v\(version - 1)\"",
+                                                                                   received: "\"v\(version)\"")))))
+                    break
+                }
+                #expect(completion == .send(.init(rangeFrom: nil, validator: nil, reason: .retry)))
+                version += 1
+                #expect(machine.headReceived(whole()) == .deliver(restartFromZero: true, newIdentity: true))
+                _ = Self.body(&machine, 100)
+            }
+        }
+
+        /// A 200 whose version has no strong validator: a drop after it asks for the whole
+        /// resource again, never a `Range` (RFC 9110 §13.1.5).
+        @Test(arguments: [[("ETag", #"W/"v1""#)], [("Last-Modified", "Sat, 21 Nov 2026 10:00:00 GMT")], []])
+        func aVersionWithoutAStrongValidatorIsAskedForWhole(fields: [(String, String)]) {
+            var machine = Self.machine { $0.retryPolicy = RetryPolicy(maximumRetries: 1, initialDelay: 0) }
+            _ = machine.begin(held: 0)
+            let head = ResponseHead(statusCode: 200, httpVersion: "HTTP/1.1",
+                                    fields: (fields + [("Content-Length", "1000")]).map { (name: $0.0, value: $0.1) })
+            #expect(machine.headReceived(head) == .deliver(restartFromZero: false, newIdentity: true))
+            #expect(machine.validator == nil)
+            #expect(Self.body(&machine, 400) == .append)
+            #expect(machine.transferCompleted(error: URLError(.networkConnectionLost)) == .scheduleRetry(after: 0))
+            #expect(machine.retryTimerFired() == .init(rangeFrom: nil, validator: nil, reason: .retry))
         }
 
         @Test func a200ToARangeRestartsFromZeroAndCountsIt() {
@@ -485,12 +560,12 @@ extension AllTests {
         @Test func aPauseDuringARetryWaitCancelsTheTimer() {
             var machine = Self.machine()
             _ = machine.begin(held: 0)
-            _ = machine.headReceived(Self.head(200))
+            _ = machine.headReceived(Self.head(200, ("ETag", Self.etag)))
             _ = Self.body(&machine, 10)
             _ = machine.transferCompleted(error: Self.dropped())
             #expect(machine.pause() == .paused(stopTransfer: false))
             #expect(machine.retryTimerFired() == nil)
-            #expect(machine.resume() == .send(Machine.Send(rangeFrom: 10, validator: nil, reason: .resume)))
+            #expect(machine.resume() == .send(Machine.Send(rangeFrom: 10, validator: .entityTag(Self.etag), reason: .resume)))
         }
 
         @Test func aDecisionThatComesWhilePausedWaitsForTheResume() {

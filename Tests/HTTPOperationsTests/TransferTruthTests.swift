@@ -137,7 +137,16 @@ extension AllTests {
             _ = machine.begin(held: 400)
             let later = Fixture.head(206, ("Content-Range", "bytes 400-999/1000"), ("Last-Modified", "Sun, 22 Nov 2026 10:00:00 GMT"))
             #expect(machine.headReceived(later) == .abort)
-            #expect(machine.transferCompleted(error: URLError(.cancelled))
+            // Another version: asked for whole, at once, never a failure the resume data
+            // would repeat.
+            #expect(machine.transferCompleted(error: URLError(.cancelled)) == .send(.init(rangeFrom: nil, validator: nil, reason: .retry)))
+            #expect(machine.held == 400)
+
+            // Where the bytes held cannot be dropped (a caller's stream): the failure.
+            var stream = Machine(configuration: .init(canRestart: false), validator: .lastModified(Self.date), knownLength: 1000)
+            _ = stream.begin(held: 400)
+            #expect(stream.headReceived(later) == .abort)
+            #expect(stream.transferCompleted(error: URLError(.cancelled))
                     == .report(.failure(.resume(.validatorChanged(expected: Self.date, received: "Sun, 22 Nov 2026 10:00:00 GMT")))))
         }
 

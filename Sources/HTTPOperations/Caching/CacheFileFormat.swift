@@ -10,7 +10,7 @@ enum CacheFileFormat {
     /// The magic bytes that open every entry file.
     static let magic: [UInt8] = Array("HCCE".utf8)
     /// The current format version; files of another version are misses.
-    static let version: UInt16 = 1
+    static let version: UInt16 = 2
     /// Size of the fixed header: magic, version, metadata length.
     static let headerLength = 10
     /// The extension of entry files, which marks them as ours.
@@ -34,8 +34,9 @@ enum CacheFileFormat {
         var responseTime: Date
         /// See `CachedResponse.varyingRequestFields`.
         var varyingRequestFields: [CachedResponse.VaryingField]
-        /// See `CachedResponse.credentialDigest`.
-        var credentialDigest: String?
+        /// See `CachedResponse.identityDigest` (always nil on disk: such entries stay in
+        /// memory; kept so that a file claiming one is never read as speaking for nobody).
+        var identityDigest: String?
         /// The number of body bytes that follow the metadata.
         var bodyByteCount: Int
     }
@@ -47,10 +48,11 @@ enum CacheFileFormat {
     static func encode(_ response: CachedResponse) throws -> Data {
         let metadata = Metadata(
             key: response.key, url: response.url, status: response.status,
-            headerFields: response.headerFields,
+            // A `Set-Cookie` is a credential the server hands out: never written to the files.
+            headerFields: response.headerFields.filter { $0.name.lowercased() != "set-cookie" },
             requestTime: response.requestTime, responseTime: response.responseTime,
             varyingRequestFields: response.varyingRequestFields,
-            credentialDigest: response.credentialDigest,
+            identityDigest: response.identityDigest,
             bodyByteCount: response.body.count)
         let json = try JSONEncoder().encode(metadata)
         var file = Data(capacity: headerLength + json.count + response.body.count)
@@ -85,7 +87,7 @@ enum CacheFileFormat {
             requestFields: [], requestTime: metadata.requestTime, responseTime: metadata.responseTime)
         response.headerFields = metadata.headerFields
         response.varyingRequestFields = metadata.varyingRequestFields
-        response.credentialDigest = metadata.credentialDigest
+        response.identityDigest = metadata.identityDigest
         return response
     }
 

@@ -57,10 +57,12 @@ extension CachedResponse {
     /// - Returns: The age in seconds.
     func currentAge(now: Date) -> TimeInterval {
         let apparentAge = max(0, responseTime.timeIntervalSince(dateValue))
-        let responseDelay = responseTime.timeIntervalSince(requestTime)
+        // The wall clock may step back: an interval it gives is never negative, so an age
+        // never is (a negative `Age` on a hit) and never shrinks below what was received.
+        let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
         let correctedAgeValue = ageValue + responseDelay
         let correctedInitialAge = max(apparentAge, correctedAgeValue)
-        let residentTime = now.timeIntervalSince(responseTime)
+        let residentTime = max(0, now.timeIntervalSince(responseTime))
         return correctedInitialAge + residentTime
     }
 

@@ -38,12 +38,15 @@ struct CachedResponse: Codable, Sendable, Equatable {
     var responseTime: Date
     /// One entry per distinct name in the response's `Vary`; empty when it has none.
     var varyingRequestFields: [VaryingField]
-    /// The SHA-256 of the `Authorization` the storing request carried (hex), nil when it
-    /// carried none. The cache is private to one manager, but a server's manager often
-    /// acts for many users: a response stored for one credential is never used for a
-    /// request with another or none, as if every response varied on `Authorization`. Only
-    /// the digest is kept, so no credential reaches the disk.
-    var credentialDigest: String?
+    /// Who the storing request spoke for: a keyed digest (HMAC-SHA256, with a key made for
+    /// this process) of its `Authorization`, its `Cookie` (a caller's field, or the
+    /// operation's cookie store standing in as one) and the caller's cache partition; nil
+    /// when it carried none of them. The cache is private to one manager, but a server's
+    /// manager often acts for many users: a response stored for one identity is never the
+    /// answer to a request with another or none, as if every response varied on all three.
+    /// Such a response is kept in memory only (``HTTPCacheStorage``): the key never leaves
+    /// the process, so no digest on disk could be tried against guessed credentials.
+    var identityDigest: String?
 
     /// Builds a stored response, capturing the request fields its `Vary` names.
     /// - Parameters:
@@ -73,14 +76,30 @@ struct CachedResponse: Codable, Sendable, Equatable {
             .map { $0.lowercased() }
             .filter { seen.insert($0).inserted }
             .map { VaryingField(name: $0, value: Self.selectingValue(of: $0, in: requestFields)) }
-        self.credentialDigest = Self.credentialDigest(of: requestFields)
+        self.identityDigest = Self.identityDigest(of: requestFields)
     }
 
-    /// The hex SHA-256 of a request's `Authorization` value, nil when it has none.
+    /// The request field a caller's cache partition stands in as (see
+    /// ``URLConnectionOperation/cachePartition``): a name no request on the wire can carry.
+    static let partitionField = ":cache-partition"
+
+    /// The fields that say whom a request speaks for.
+    static let identityFields = ["authorization", "cookie", partitionField]
+
+    /// The key of ``identityDigest``: random, made once per process, never written.
+    private static let identityKey = SymmetricKey(size: .bits256)
+
+    /// The keyed digest of a request's identity fields (see ``identityDigest``), nil when it
+    /// has none.
     /// - Parameter requestFields: The request's header fields.
-    /// - Returns: The digest that ``credentialDigest`` is compared with.
-    static func credentialDigest(of requestFields: [(name: String, value: String)]) -> String? {
-        HeaderFieldList.combinedValue(named: "Authorization", in: requestFields).map(digest)
+    /// - Returns: The digest that ``identityDigest`` is compared with.
+    static func identityDigest(of requestFields: [(name: String, value: String)]) -> String? {
+        let values = identityFields.map { HeaderFieldList.combinedValue(named: $0, in: requestFields) }
+        guard values.contains(where: { $0 != nil }) else { return nil }
+        // Each value length-prefixed, so that no two sets of values read alike.
+        let text = values.map { $0.map { "\($0.utf8.count):\($0)" } ?? "-" }.joined(separator: "\n")
+        return HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: identityKey)
+            .map { String(format: "%02x", $0) }.joined()
     }
 
     /// What a stored response keeps of a request field its `Vary` names: the digest of its
@@ -124,11 +143,11 @@ struct CachedResponse: Codable, Sendable, Equatable {
 
     /// Whether a new request selects this response under its `Vary` (§4.1): every named
     /// field must have the same normalized value, and a field absent from both requests
-    /// matches; and it carries the same credential (see ``credentialDigest``).
+    /// matches; and it speaks for the same identity (see ``identityDigest``).
     /// - Parameter requestFields: The new request's header fields.
     /// - Returns: True when the stored response may be used for that request.
     func matchesVary(requestFields: [(name: String, value: String)]) -> Bool {
-        Self.credentialDigest(of: requestFields) == credentialDigest
+        Self.identityDigest(of: requestFields) == identityDigest
             && varyingRequestFields.allSatisfy { Self.selectingValue(of: $0.name, in: requestFields) == $0.value }
     }
 

@@ -17,8 +17,8 @@ import Synchronization
 /// answer for a request with another or none, and only a digest of the credential is kept.
 /// The request's `cachePolicy` says how it is used; Docs/Caching.md has the rules.
 ///
-/// Thread-safety: the statistics are one struct behind one `Mutex`; the entries live in
-/// an `HTTPCacheStorage`, which has its own lock. All methods may be called from any
+/// Thread-safety: the statistics are one struct behind one `Mutex`, the invalidation log
+/// another; the entries live in an `HTTPCacheStorage`, which has its own lock. All methods may be called from any
 /// thread; disk I/O runs on the calling thread.
 public final class HTTPCache: Sendable {
     /// Counters of what the cache did since it was created.
@@ -54,6 +54,43 @@ public final class HTTPCache: Sendable {
     let storage: HTTPCacheStorage
     /// See the thread-safety note.
     private let counters = Mutex(Statistics())
+    /// When each URL was last invalidated; see the thread-safety note.
+    private let invalidations = Mutex(InvalidationLog())
+
+    /// When URLs were invalidated by an unsafe method (§4.4), as a count of invalidations, so
+    /// that an answer to a request sent before (a GET that raced a POST, a revalidation) is not
+    /// stored again after it: it may be the old version the POST replaced.
+    struct InvalidationLog {
+        /// The stamp the next invalidation gets; a request is planned with the current one.
+        var next: UInt64 = 1
+        /// The stamp of each URL's last invalidation (by cache key).
+        var byKey: [String: UInt64] = [:]
+        /// Stamps below this were forgotten (the log is bounded): a request planned before
+        /// it may have been overtaken by any invalidation.
+        var forgottenBelow: UInt64 = 0
+        /// The most URLs remembered.
+        static let capacity = 4_096
+
+        mutating func invalidate(_ key: String) {
+            if byKey.count >= Self.capacity {
+                forgottenBelow = next
+                byKey.removeAll(keepingCapacity: true)
+            }
+            byKey[key] = next
+            next += 1
+        }
+
+        /// Whether an answer to a request planned at `ticket` may still be stored under `key`.
+        func allowsStoring(_ key: String, plannedAt ticket: UInt64) -> Bool {
+            guard ticket >= forgottenBelow else { return false }
+            return (byKey[key] ?? 0) < ticket
+        }
+    }
+
+    /// The stamp to give a request as it is planned (see ``responseArrived(for:plan:status:fields:body:requestTime:responseTime:plannedAt:)``).
+    func invalidationTicket() -> UInt64 {
+        invalidations.withLock { $0.next }
+    }
 
     /// Creates a cache.
     /// - Parameters:
@@ -119,7 +156,9 @@ public final class HTTPCache: Sendable {
     ///   ETag contradicts the stored one, the entry is dropped and nil is returned.
     /// - A 304 to any other plan (the user's own conditional request) returns nil and
     ///   stores nothing.
-    /// - An unsafe method with a 2xx/3xx status removes the URI's entry (§4.4).
+    /// - An unsafe method with a 2xx/3xx status removes the URI's entry (§4.4), and no answer
+    ///   to a request planned before that (`ticket`) is stored or merged after it: it may be
+    ///   the version the unsafe method replaced (a 304 drops the entry).
     /// - Otherwise a storable response (§3) with a body, under a `.network(storeResponse:
     ///   true)` or `.revalidate` plan, is stored, replacing the old entry; returns nil.
     /// - Parameters:
@@ -130,18 +169,25 @@ public final class HTTPCache: Sendable {
     ///   - body: The response content, or nil when it was not kept in memory.
     ///   - requestTime: When the request was sent.
     ///   - responseTime: When the response arrived.
+    ///   - ticket: ``invalidationTicket()`` when the request was planned; nil: not checked.
     /// - Returns: The merged stored response to answer with, or nil.
     func responseArrived(
         for request: URLRequest, plan: CachePlan, status: Int,
         fields: [(name: String, value: String)], body: Data?,
-        requestTime: Date, responseTime: Date
+        requestTime: Date, responseTime: Date, plannedAt ticket: UInt64? = nil
     ) -> CachedResponse? {
         guard let url = request.url else { return nil }
         let method = Self.method(of: request)
         let key = Self.cacheKey(for: url)
         if HTTPCachePolicy.invalidates(method: method, status: status) {
+            invalidations.withLock { $0.invalidate(key) }
             storage.remove(key: key)
             counters.withLock { $0.invalidations += 1 }
+            return nil
+        }
+        // Invalidated since the request was planned: its answer may be the version replaced.
+        if let ticket, !invalidations.withLock({ $0.allowsStoring(key, plannedAt: ticket) }) {
+            if status == 304 { storage.remove(key: key) }
             return nil
         }
         let requestFields = Self.headerFields(of: request)
@@ -160,7 +206,7 @@ public final class HTTPCache: Sendable {
               HTTPCachePolicy.canStore(method: method, requestFields: requestFields, status: status, responseFields: fields)
         else { return nil }
         storage.store(CachedResponse(
-            key: key, url: Self.storedURL(url), status: status, responseFields: fields, body: body,
+            key: key, url: Self.storedURL(url), status: status, responseFields: HTTPCachePolicy.storableFields(fields), body: body,
             requestFields: requestFields, requestTime: requestTime, responseTime: responseTime))
         counters.withLock { $0.stores += 1 }
         return nil

@@ -11,6 +11,24 @@ extension HTTPCachePolicy {
         "connection", "keep-alive", "proxy-connection", "te", "upgrade",
     ]
 
+    /// Fields a cache does not store (§3.1): those about the connection the response came
+    /// on (MUST NOT), and the proxy's authentication fields (SHOULD NOT: they are another
+    /// hop's, and may name a credential).
+    static let unstoredFields: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade",
+        "proxy-authenticate", "proxy-authentication-info", "proxy-authorization",
+    ]
+
+    /// `fields` without those a cache must not store: ``unstoredFields`` and every field
+    /// its `Connection` names.
+    static func storableFields(_ fields: [(name: String, value: String)]) -> [(name: String, value: String)] {
+        let named = Set(HeaderFieldList.listElements(named: "Connection", in: fields).map { $0.lowercased() })
+        return fields.filter { field in
+            let name = field.name.lowercased()
+            return !unstoredFields.contains(name) && !named.contains(name)
+        }
+    }
+
     /// Updates a stored response with the header fields of a 304 (§4.3.4).
     ///
     /// Each field name present in the 304 replaces all stored lines of that name,
@@ -28,10 +46,7 @@ extension HTTPCachePolicy {
         stored: CachedResponse, notModifiedFields: [(name: String, value: String)],
         requestTime: Date, responseTime: Date
     ) -> CachedResponse {
-        let connectionOptions = HeaderFieldList.listElements(named: "Connection", in: notModifiedFields)
-            .map { $0.lowercased() }
-        let kept = fieldsKeptOnUpdate.union(connectionOptions)
-        let incoming = notModifiedFields.filter { !kept.contains($0.name.lowercased()) }
+        let incoming = storableFields(notModifiedFields).filter { !fieldsKeptOnUpdate.contains($0.name.lowercased()) }
         let replacedNames = Set(incoming.map { $0.name.lowercased() })
         var merged = stored
         merged.headerFields = stored.headerFields.filter { !replacedNames.contains($0.name.lowercased()) }

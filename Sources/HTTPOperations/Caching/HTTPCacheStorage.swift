@@ -130,9 +130,11 @@ final class HTTPCacheStorage: Sendable {
     /// Encodes an entry and writes it to a temporary file (outside the lock).
     /// - Parameter response: The entry to write.
     /// - Returns: The temporary file and its size, or nil when there is no disk tier, the
-    ///   entry exceeds its capacity, or writing failed.
+    ///   entry speaks for an identity, exceeds the capacity, or writing failed.
     private func writeTemporaryFile(for response: CachedResponse) -> (temporaryName: String, size: Int)? {
-        guard let directory,
+        // A response that speaks for someone (credentials, cookies, a partition) stays in
+        // memory: nothing of who they are reaches the folder.
+        guard let directory, response.identityDigest == nil,
               let file = try? CacheFileFormat.encode(response),
               file.count <= diskCapacity,
               let temporaryName = directory.writeTemporaryFile(file)

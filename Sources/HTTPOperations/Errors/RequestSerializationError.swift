@@ -16,6 +16,7 @@ public struct RequestSerializationError: Error, Sendable, CustomStringConvertibl
             case unreadableFile(URL, detail: String)
             case unencodableString
             case unencodableBody(detail: String)
+            case unencodableHeaderValue(name: String)
         }
 
         let kind: Kind
@@ -34,6 +35,9 @@ public struct RequestSerializationError: Error, Sendable, CustomStringConvertibl
         public static var unencodableString: Reason { Reason(kind: .unencodableString) }
         /// An `Encodable` body could not be encoded.
         public static func unencodableBody(detail: String) -> Reason { Reason(kind: .unencodableBody(detail: detail)) }
+        /// A header field's value (the HTTPTypes door's `HTTPField`) holds bytes that are not
+        /// UTF-8: the transport carries values as text, which cannot hold them as they are.
+        public static func unencodableHeaderValue(name: String) -> Reason { Reason(kind: .unencodableHeaderValue(name: name)) }
 
         /// The kind, without the values.
         public var code: Code {
@@ -45,6 +49,7 @@ public struct RequestSerializationError: Error, Sendable, CustomStringConvertibl
             case .unreadableFile: .unreadableFile
             case .unencodableString: .unencodableString
             case .unencodableBody: .unencodableBody
+            case .unencodableHeaderValue: .unencodableHeaderValue
             }
         }
     }
@@ -72,6 +77,7 @@ public struct RequestSerializationError: Error, Sendable, CustomStringConvertibl
         case .unreadableFile(let url, let detail): "Cannot read \(url.path) for a multipart body: \(detail)"
         case .unencodableString: "A string cannot be represented in the serializer's string encoding."
         case .unencodableBody(let detail): "The request body cannot be encoded: \(detail)"
+        case .unencodableHeaderValue(let name): "The value of the header field \(name) is not UTF-8; nothing was sent"
         }
     }
 }
@@ -91,4 +97,6 @@ extension ErrorCode where Domain == RequestSerializationError {
     public static var unencodableString: Self { Self("unencodableString") }
     /// See ``RequestSerializationError/Reason/unencodableBody(detail:)``.
     public static var unencodableBody: Self { Self("unencodableBody") }
+    /// See ``RequestSerializationError/Reason/unencodableHeaderValue(name:)``.
+    public static var unencodableHeaderValue: Self { Self("unencodableHeaderValue") }
 }

@@ -26,6 +26,7 @@ public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible 
             case insecureRedirect(from: URL, to: URL)
             case destinationIsSymbolicLink(String)
             case unsupportedLibcurl(found: String, required: String)
+            case framingFieldMismatch(name: String, detail: String)
         }
 
         let kind: Kind
@@ -61,6 +62,12 @@ public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The download's destination is a symbolic link and following links was not asked for
         /// (``URLConnectionOperation/followsSymbolicLinks``).
         public static func destinationIsSymbolicLink(_ path: String) -> Reason { Reason(kind: .destinationIsSymbolicLink(path)) }
+        /// A caller's framing field (`Content-Length`, `Transfer-Encoding`, `Host`) disagrees
+        /// with the body or the URL the library sends: the server could read another request
+        /// from the bytes (request smuggling). Nothing was sent.
+        public static func framingFieldMismatch(name: String, detail: String) -> Reason {
+            Reason(kind: .framingFieldMismatch(name: name, detail: detail))
+        }
         /// The libcurl loaded at run time is older than the one whose connection-reuse fixes
         /// this library relies on.
         public static func unsupportedLibcurl(found: String, required: String) -> Reason {
@@ -81,6 +88,7 @@ public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible 
             case .insecureRedirect: .insecureRedirect
             case .destinationIsSymbolicLink: .destinationIsSymbolicLink
             case .unsupportedLibcurl: .unsupportedLibcurl
+            case .framingFieldMismatch: .framingFieldMismatch
             }
         }
     }
@@ -125,6 +133,8 @@ public struct SecurityError: Error, Sendable, Hashable, CustomStringConvertible 
             "The destination \(path) is a symbolic link; set followsSymbolicLinks to write through it"
         case .unsupportedLibcurl(let found, let required):
             "libcurl \(found) is loaded; HTTPOperations needs \(required) or later (connection reuse across TLS settings)"
+        case .framingFieldMismatch(let name, let detail):
+            "The header field \(Self.quoted(name)) disagrees with the request: \(detail); nothing was sent"
         }
         return url.map { "\(sentence) (\($0.absoluteString))" } ?? sentence
     }
@@ -159,4 +169,6 @@ extension ErrorCode where Domain == SecurityError {
     public static var destinationIsSymbolicLink: Self { Self("destinationIsSymbolicLink") }
     /// See ``SecurityError/Reason/unsupportedLibcurl(found:required:)``.
     public static var unsupportedLibcurl: Self { Self("unsupportedLibcurl") }
+    /// See ``SecurityError/Reason/framingFieldMismatch(name:detail:)``.
+    public static var framingFieldMismatch: Self { Self("framingFieldMismatch") }
 }

@@ -41,6 +41,10 @@ extension ErrorCode where Domain == TransferError {
     /// Resuming would send a request whose method is not idempotent (POST, PATCH) a second
     /// time; nothing was sent again.
     public static var requestNotResendable: Self { Self("requestNotResendable") }
+    /// The connection closed after a request whose method is not idempotent (POST, PATCH) was
+    /// sent and before any byte of an answer. The server may or may not have acted on it, so it
+    /// was not sent again (libcurl would have, on a fresh connection); the caller decides.
+    public static var connectionClosedBeforeAnswer: Self { Self("connectionClosedBeforeAnswer") }
     /// The operation was given to a manager after ``HTTPRequestOperationManager/shutdown(gracePeriod:pauseDownloads:stoppingNetworkThread:)``
     /// began; nothing was sent.
     public static var managerShutDown: Self { Self("managerShutDown") }

@@ -176,9 +176,27 @@ extension HTTPRequestOperationManager {
         return serializer
     }()
 
+    /// Whether `path` is a request target in origin-form (RFC 9112 §3.2.1: `/` and not
+    /// `//`), or `*` for OPTIONS (asterisk-form).
+    static func isOriginForm(_ path: String, method: HTTPRequest.Method) -> Bool {
+        if path == "*" { return method == .options }
+        return path.hasPrefix("/") && !path.hasPrefix("//")
+    }
+
     /// `request` as Foundation's request: its URL (or its path against ``baseURL``), method
     /// and header fields (repeated fields joined with `, `, cookies with `; `).
+    ///
+    /// - Throws: ``RequestSerializationError`` `.invalidURL` for a path that is not
+    ///   origin-form (`/…`; `*` for OPTIONS): an absolute URL or `//host` there would send the
+    ///   request to another origin than the one it names; `.unencodableHeaderValue` for a
+    ///   value whose bytes are not UTF-8, which no header string carries as they are.
     private func urlRequest(for request: HTTPRequest) throws -> URLRequest {
+        if let path = request.path, !Self.isOriginForm(path, method: request.method) {
+            throw RequestSerializationError(.invalidURL(path))
+        }
+        if let field = request.headerFields.first(where: { !$0.valueIsUTF8 }) {
+            throw RequestSerializationError(.unencodableHeaderValue(name: field.name.rawName))
+        }
         if let converted = URLRequest(sending: request) { return converted }
         // A path alone, resolved against the base URL as the manager's verbs resolve theirs.
         // Not `//host/...`: that would name another origin.

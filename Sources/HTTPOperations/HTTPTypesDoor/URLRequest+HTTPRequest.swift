@@ -5,7 +5,11 @@ import HTTPTypesFoundation
 extension URLRequest {
     /// `request` as Foundation's request: what swift-http-types' `URLRequest(httpRequest:)`
     /// makes (its URL, its method, its fields with repeated ones joined by `, `, cookies by
-    /// `; `, values read as ISO-8859-1), made here for what it costs.
+    /// `; `), made here for what it costs, with one difference: a value's bytes reach the wire
+    /// as they are. The library reads them as ISO-8859-1 for Foundation, whose transport
+    /// writes ISO-8859-1 back; ours writes a header string's UTF-8, so `é` (`c3 a9`) went out
+    /// as `c3 83 c2 a9`. A value that is UTF-8 is kept as its text; one that is not cannot be
+    /// carried by a string (the door refuses it before: ``HTTPRequestOperationManager``).
     ///
     /// The library sets the method on every request, a GET's too, through Foundation's
     /// `httpMethod` setter, which normalizes what it is given; a GET is Foundation's default,
@@ -26,7 +30,7 @@ extension URLRequest {
         if request.method != .get { httpMethod = request.method.rawValue }
         var joined: [HTTPField.Name: String] = Dictionary(minimumCapacity: request.headerFields.count)
         for field in request.headerFields {
-            let value = field.isoLatin1Value
+            let value = field.wireValue
             if let earlier = joined[field.name] {
                 joined[field.name] = earlier + (field.name == .cookie ? "; " : ", ") + value
             } else {
@@ -38,12 +42,19 @@ extension URLRequest {
 }
 
 extension HTTPField {
-    /// The value's bytes as ISO-8859-1, one character per byte (Foundation's header fields are
-    /// strings; a byte that is not ASCII goes out as the same byte).
-    fileprivate var isoLatin1Value: String {
+    /// The value as the string whose UTF-8 is its bytes; for bytes that are not UTF-8, their
+    /// ISO-8859-1 reading (one character per byte), as the library makes.
+    fileprivate var wireValue: String {
         if value.utf8.allSatisfy({ $0 < 0x80 }) { return value }
         return withUnsafeBytesOfValue { bytes in
-            String(String.UnicodeScalarView(bytes.lazy.map { Unicode.Scalar($0) }))
+            String(validating: bytes, as: UTF8.self)
+                ?? String(String.UnicodeScalarView(bytes.lazy.map { Unicode.Scalar($0) }))
         }
+    }
+
+    /// Whether the value's bytes are UTF-8 (ASCII included): whether a header string can
+    /// carry them to the wire as they are.
+    var valueIsUTF8: Bool {
+        withUnsafeBytesOfValue { String(validating: $0, as: UTF8.self) != nil }
     }
 }

@@ -57,7 +57,7 @@ public enum ProxyConfiguration: Sendable, Equatable {
 ///
 /// https URLs go through an HTTP proxy in a `CONNECT` tunnel, so the proxy never sees their
 /// contents; http URLs are sent to it whole.
-public struct Proxy: Sendable, Equatable {
+public struct Proxy: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
     /// The proxy's URL: scheme, host and port (`http://proxy.internal:3128`).
     public let url: URL
     /// The user name sent to the proxy (`Proxy-Authorization`, Basic or Digest as the proxy
@@ -89,6 +89,18 @@ public struct Proxy: Sendable, Equatable {
         self.user = user
         self.password = password
         self.bypassedHosts = bypassedHosts
+    }
+
+    /// The proxy's URL, user and bypassed hosts; never the password.
+    public var description: String {
+        "Proxy(\(url.absoluteString), user: \(user ?? "none"), password: \(password == nil ? "none" : "<redacted>"), "
+            + "bypassedHosts: \(bypassedHosts))"
+    }
+
+    /// What `dump` and reflection show: the password redacted.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["url": url, "user": user as Any, "password": password == nil ? "none" : "<redacted>",
+                                "bypassedHosts": bypassedHosts], displayStyle: .struct)
     }
 }
 

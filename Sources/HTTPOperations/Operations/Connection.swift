@@ -154,7 +154,8 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         let download = configuration.download
         operation.state.withLock { state in
             state.machine.configure(machineConfiguration, validator: download.validator, entityTag: download.entityTag,
-                                    lastModified: download.lastModified, knownLength: download.knownLength)
+                                    lastModified: download.lastModified, knownLength: download.knownLength,
+                                    rangeWithoutValidator: download.rangeWithoutValidator)
         }
         self.firstTransfer = first
         openSink(stream: outputStream)
@@ -433,6 +434,12 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
         if let refusal = transfer.trustFailure {
             // The pins said no before anything was sent: final, never retried.
             return fail(refusal)
+        }
+        if transfer.refusedResend {
+            // curl would have sent a request that is not idempotent again: never retried.
+            return fail(TransferError(.connectionClosedBeforeAnswer, url: request.url,
+                                      detail: "The connection closed after the \(request.httpMethod ?? "POST") request was sent "
+                                          + "and before any answer; it was not sent again, since the server may have acted on it"))
         }
         if let trust = transfer.pendingServerTrust {
             // Stopped before sending to a server the block has not judged.

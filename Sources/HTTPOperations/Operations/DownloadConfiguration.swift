@@ -6,6 +6,10 @@ struct DownloadConfiguration {
     var destination: URL?
     /// Keep the bytes already in `destination` and ask for the rest.
     var continuing = false
+    /// The caller vouches for the bytes held without naming their version
+    /// (``URLConnectionOperation/resumesExistingFile``, `curl -C -`): a `Range` alone may
+    /// continue them. Resume data that names no strong validator does not.
+    var rangeWithoutValidator = false
     /// What identifies the version those bytes belong to (from resume data).
     var validator: ResumeValidator?
     /// Every validator saved with those bytes (from resume data), checked on each 206.

@@ -52,12 +52,13 @@ enum RedirectPolicy {
         return next
     }
 
-    /// Whether two URLs share scheme, host and port (default ports made explicit).
+    /// Whether two URLs share scheme, host (as curl connects to it) and port (default ports
+    /// made explicit).
     static func isSameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
         func origin(_ url: URL) -> (String, String, Int?) {
             let scheme = url.scheme?.lowercased() ?? ""
             let defaultPort: Int? = scheme == "https" ? 443 : scheme == "http" ? 80 : nil
-            return (scheme, url.host?.lowercased() ?? "", url.port ?? defaultPort)
+            return (scheme, url.host.map(HostName.canonical) ?? "", url.port ?? defaultPort)
         }
         return origin(lhs) == origin(rhs)
     }

@@ -9,15 +9,32 @@ public enum ResumeValidator: Codable, Sendable, Equatable {
     /// A `Last-Modified` date, as the server sent it.
     case lastModified(String)
 
-    /// The validator a response offers: its strong ETag, else its Last-Modified.
-    init?(etag: String?, lastModified: String?) {
-        if let etag, etag.hasPrefix("\"") {
+    /// The validator a response offers for `If-Range` (RFC 9110 §13.1.5): its ETag when it
+    /// is strong; else, when it has no ETag at all, its `Last-Modified` when that is strong
+    /// (§8.8.2.2: at least one second before the response's `Date`); else none. A weak ETag
+    /// rules the date out too: a client may send a date only when it has no entity tag.
+    ///
+    /// - Parameters:
+    ///   - etag: The response's `ETag`.
+    ///   - lastModified: Its `Last-Modified`.
+    ///   - date: Its `Date`.
+    init?(etag: String?, lastModified: String?, date: String?) {
+        if let etag {
+            guard etag.hasPrefix("\"") else { return nil }
             self = .entityTag(etag)
-        } else if let lastModified {
+        } else if let lastModified, Self.isStrong(lastModified: lastModified, date: date) {
             self = .lastModified(lastModified)
         } else {
             return nil
         }
+    }
+
+    /// Whether a `Last-Modified` date is a strong validator: both dates are valid HTTP dates,
+    /// and the response was dated at least a second later (a resource changed twice within
+    /// one second keeps its date).
+    static func isStrong(lastModified: String, date: String?) -> Bool {
+        guard let modified = HTTPDate.parse(lastModified), let date = date.flatMap(HTTPDate.parse) else { return false }
+        return date.timeIntervalSince(modified) >= 1
     }
 
     /// The value to send as `If-Range`.
@@ -63,7 +80,8 @@ struct ContentRange: Equatable {
     /// nil when the server sent `*`.
     var completeLength: Int64?
 
-    /// Parses `bytes first-last/complete`; nil for anything else (including `bytes */n`).
+    /// Parses `bytes first-last/complete`; nil for anything else (including `bytes */n`), and
+    /// for numbers that are not `1*DIGIT` or that no resource can reach.
     init?(_ value: String) {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
@@ -71,12 +89,15 @@ struct ContentRange: Equatable {
         let halves = spec.split(separator: "/", maxSplits: 1)
         guard halves.count == 2 else { return nil }
         let bounds = halves[0].split(separator: "-", maxSplits: 1)
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first <= last else { return nil }
+        // `last < Int64.max`: one past the last byte must be a number too (a resource's
+        // length), and a server may send the largest value to make `last + 1` overflow.
+        guard bounds.count == 2, let first = HTTPDecimal.parse(bounds[0]), let last = HTTPDecimal.parse(bounds[1]),
+              first <= last, last < Int64.max else { return nil }
         let complete: Int64?
         if halves[1] == "*" {
             complete = nil
         } else {
-            guard let length = Int64(halves[1]), length > last else { return nil }
+            guard let length = HTTPDecimal.parse(halves[1]), length > last else { return nil }
             complete = length
         }
         (self.first, self.last, self.completeLength) = (first, last, complete)
@@ -87,7 +108,7 @@ struct ContentRange: Equatable {
         guard let value else { return nil }
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         guard trimmed.lowercased().hasPrefix("bytes */") else { return nil }
-        return Int64(trimmed.dropFirst(8))
+        return HTTPDecimal.parse(trimmed.dropFirst(8))
     }
 }
 

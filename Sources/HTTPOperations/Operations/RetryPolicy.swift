@@ -92,12 +92,12 @@ public struct RetryPolicy: Sendable, Equatable {
     /// §10.2.3) measured from `now`; nil when it is neither.
     static func retryAfter(_ value: String, now: Date = Date()) -> TimeInterval? {
         let text = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(text), seconds >= 0 { return TimeInterval(seconds) }
+        if let seconds = HTTPDecimal.parse(text) { return TimeInterval(seconds) }
         return HTTPDate.parse(text).map { max(0, $0.timeIntervalSince(now)) }
     }
 
     /// Methods that may be sent again without changing anything on the server (RFC 9110 §9.2.2).
-    static let idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"]
+    static var idempotentMethods: Set<String> { TransferRequest.idempotentMethods }
 }
 
 /// How a download got its bytes: what pausing, drops and servers made it do again.

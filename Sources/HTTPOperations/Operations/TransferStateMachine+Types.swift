@@ -194,6 +194,9 @@ extension TransferStateMachine {
         var failure: Failure?
         /// A 416 said the bytes held are complete.
         var completeWithoutBody = false
+        /// The range answer named another version than the bytes held: the transfer was
+        /// stopped, and the whole resource is asked for again at once.
+        var versionChanged = false
         /// The writer was full; curl holds a chunk until it has room.
         var waitingForWriter = false
         /// The credential was sent with it (for the challenge's failure count).

@@ -37,6 +37,16 @@ struct TransferStateMachine {
     /// server that ignores `If-Range` cannot splice another version.
     private(set) var entityTag: String?
     private(set) var lastModified: String?
+    /// Whether a `Range` may continue the bytes held: their version has a strong validator to
+    /// send in `If-Range`, or the caller vouches for them without one (`-C`). A version known
+    /// by nothing stronger (a weak ETag, a `Last-Modified` less than a second before the
+    /// `Date`, nothing), from a 200 or from resume data, cannot be told from the next: its
+    /// bytes are asked for again whole.
+    private(set) var heldVersionIsNamed = true
+    /// How often a range answer named another version and the resource was asked for whole.
+    private(set) var versionRestarts = 0
+    /// A server that changes the version on every answer is asked for it whole this often.
+    static let maximumVersionRestarts = 3
     /// Its complete length, when known.
     private(set) var knownLength: Int64?
     /// The length progress reports expect: the complete length, or -1 when unknown.
@@ -65,21 +75,23 @@ struct TransferStateMachine {
     ///   - entityTag, lastModified: Every validator saved with them; when nil, the one
     ///     `validator` names.
     ///   - knownLength: Their resource's complete length (from resume data).
+    ///   - rangeWithoutValidator: The caller vouches for bytes held without a validator.
     init(configuration: Configuration, validator: ResumeValidator? = nil, entityTag: String? = nil,
-         lastModified: String? = nil, knownLength: Int64? = nil) {
+         lastModified: String? = nil, knownLength: Int64? = nil, rangeWithoutValidator: Bool = false) {
         self.configuration = configuration
         configure(configuration, validator: validator, entityTag: entityTag, lastModified: lastModified,
-                  knownLength: knownLength)
+                  knownLength: knownLength, rangeWithoutValidator: rangeWithoutValidator)
     }
 
     /// Fixes what the operation's settings say, when its transfer is about to begin. The
     /// machine lives as long as its operation (whose phase is derived from it), so a pause,
     /// resume or cancel made before then has already moved it: its phase is kept.
     mutating func configure(_ configuration: Configuration, validator: ResumeValidator? = nil, entityTag: String? = nil,
-                            lastModified: String? = nil, knownLength: Int64? = nil) {
+                            lastModified: String? = nil, knownLength: Int64? = nil, rangeWithoutValidator: Bool = false) {
         guard !hasBegun else { return }
         self.configuration = configuration
         self.validator = validator
+        self.heldVersionIsNamed = validator != nil || rangeWithoutValidator
         (self.entityTag, self.lastModified) = (nil, nil)
         switch validator {
         case .entityTag(let tag)?: self.entityTag = entityTag ?? tag
@@ -195,7 +207,7 @@ struct TransferStateMachine {
         // Bytes of an error answer (delivered where every status is an answer) are no prefix
         // of the resource: a Range after them would splice it on; the request starts over.
         let continuable = heldAnswerStatus.map { (200...299).contains($0) } ?? true
-        let from = held > 0 && !configuration.sendsOwnRange && continuable ? held : nil
+        let from = held > 0 && !configuration.sendsOwnRange && continuable && heldVersionIsNamed ? held : nil
         attempt = Attempt(sentFrom: from, number: attempt.number + 1)
         return Send(rangeFrom: from, validator: from == nil ? nil : validator, reason: reason)
     }
@@ -284,7 +296,7 @@ struct TransferStateMachine {
     /// A final head arrived. Each head of a transfer is judged on its own: a body held aside
     /// for an earlier one (curl's own authentication round) is dropped.
     mutating func headReceived(_ head: ResponseHead) -> HeadAction {
-        guard phase == .transferring, attempt.failure == nil else { return .abort }
+        guard phase == .transferring, attempt.failure == nil, !attempt.versionChanged else { return .abort }
         // A status outside the three digits 100–999 is no HTTP answer: nginx, for one, passes
         // an upstream's HTTP/0.9 reply on over HTTP/2 as `:status 009`. Nothing of it is
         // kept. An unknown three-digit code is an answer (RFC 9110 §15), and outside 2xx an
@@ -319,7 +331,7 @@ struct TransferStateMachine {
         case .append(let completeLength, let end):
             // Both validators, whichever If-Range carried: a server that ignores If-Range
             // answers with the new version's, and its bytes must not be appended.
-            if let mismatch = validatorMismatch(head) { return abort(mismatch) }
+            if let mismatch = validatorMismatch(head) { return restartWhole(after: mismatch) }
             attempt.rangeEnd = end
             knownLength = completeLength ?? knownLength
             expectedLength = knownLength ?? -1
@@ -341,7 +353,7 @@ struct TransferStateMachine {
         case .alreadyComplete:
             // Complete only for the version held: a 416 of another version (a server that
             // ignores If-Range changed it) says nothing about these bytes.
-            if let mismatch = validatorMismatch(head) { return abort(mismatch) }
+            if let mismatch = validatorMismatch(head) { return restartWhole(after: mismatch) }
             attempt.completeWithoutBody = true
             attempt.route = .aside
             return .holdAside
@@ -356,6 +368,19 @@ struct TransferStateMachine {
             attempt.route = .aside
             return .holdAside
         }
+    }
+
+    /// A range answer named another version than the bytes held: nothing of it is kept, the
+    /// transfer is stopped, and the whole resource is asked for at once (a changed version is
+    /// a restart, never a failure that every later attempt would meet again). Where the bytes
+    /// held cannot be dropped (a caller's stream), or the server changes its version on every
+    /// answer, it fails with `mismatch`.
+    private mutating func restartWhole(after mismatch: Failure) -> HeadAction {
+        guard configuration.canRestart, versionRestarts < Self.maximumVersionRestarts else { return abort(mismatch) }
+        versionRestarts += 1
+        heldVersionIsNamed = false
+        attempt.versionChanged = true
+        return .abort
     }
 
     /// An answer to a request for the whole resource (or for the caller's own range).
@@ -399,7 +424,8 @@ struct TransferStateMachine {
         if head.statusCode == 200 {
             // A 200 names the version and length of what will now be held.
             let (etag, date) = (head.value(of: "ETag"), head.value(of: "Last-Modified"))
-            validator = ResumeValidator(etag: etag, lastModified: date)
+            validator = ResumeValidator(etag: etag, lastModified: date, date: head.value(of: "Date"))
+            heldVersionIsNamed = validator != nil
             (entityTag, lastModified) = (etag, date)
             knownLength = length
             newIdentity = true
@@ -434,7 +460,7 @@ struct TransferStateMachine {
     /// A chunk of `count` body bytes arrived. `admission` asks the sink whether it can take
     /// them now; it is asked only for bytes bound for the sink.
     mutating func bodyReceived(count: Int, admission: () -> BodyWriter.Admission) -> BodyAction {
-        guard phase == .transferring, attempt.failure == nil else { return .abort }
+        guard phase == .transferring, attempt.failure == nil, !attempt.versionChanged else { return .abort }
         guard attempt.status != nil || !configuration.expectsHeads else {
             // Body bytes with no HTTP head before them: curl took a status line we do not
             // (`Http/1.1 500`). Nothing of it is kept.
@@ -520,6 +546,9 @@ struct TransferStateMachine {
         if let failure = attempt.failure {
             return .report(conclude(.failure(failure)))
         }
+        if attempt.versionChanged {
+            return .send(send(.retry))
+        }
         if error == nil, configuration.expectsHeads, attempt.status == nil {
             // Complete, with no HTTP head: not an HTTP answer, even without a body.
             return .report(conclude(.failure(.notHTTP)))
@@ -565,7 +594,10 @@ struct TransferStateMachine {
     /// the answer added bytes (so this ends), and after a retry's wait when it did not; when
     /// the policy allows no more, it fails with the bytes held and their resume data kept.
     private mutating func completeOrContinue() -> CompletionAction {
-        guard let length = knownLength, configuration.expectsBody, !configuration.sendsOwnRange, held != length,
+        // Without a complete length (`bytes N-M/*`) a 206 still names its last byte: a body
+        // that ended short of it (close-delimited, cut off) is no more complete.
+        let target = knownLength ?? (attempt.status == 206 ? attempt.rangeEnd : nil)
+        guard let length = target, configuration.expectsBody, !configuration.sendsOwnRange, held != length,
               attempt.status == 200 || attempt.status == 206 else {
             return .report(conclude(.success))
         }

@@ -18,6 +18,9 @@ extension URLConnectionOperation {
         let plan: CachePlan
         /// When the request left, for the stored response's age (§4.2.3).
         let requestTime: Date
+        /// The cache's invalidation stamp when the request was planned: an answer overtaken by
+        /// an invalidation of its URL is not stored.
+        let ticket: UInt64
         /// How the cache served the request, once known; nil when it was not consulted
         /// (the request bypassed it: not a GET, a `Range`, the caller's own conditionals).
         var result: CacheResult?
@@ -44,9 +47,10 @@ extension URLConnectionOperation {
     ///   for the answer.
     func consultCache(_ cache: HTTPCache, request: inout URLRequest, settings: Settings) -> Bool {
         let view = Self.cacheView(of: request, settings: settings)
+        let ticket = cache.invalidationTicket()
         let plan: CachePlan = Self.canUseCache(settings) ? cache.plan(for: view)
             : (request.cachePolicy == .returnCacheDataDontLoad ? .unavailable : .network(storeResponse: false))
-        var exchange = CacheExchange(cache: cache, request: view, plan: plan, requestTime: Date(), result: nil)
+        var exchange = CacheExchange(cache: cache, request: view, plan: plan, requestTime: Date(), ticket: ticket, result: nil)
         switch plan {
         case .answer(let stored, let stale):
             exchange.result = stale ? .staleHit : .hit
@@ -110,7 +114,7 @@ extension URLConnectionOperation {
         let plan = redirected ? .network(storeResponse: false) : exchange.plan
         let merged = exchange.cache.responseArrived(for: exchange.request, plan: plan, status: head.statusCode,
                                                     fields: head.fields, body: data, requestTime: exchange.requestTime,
-                                                    responseTime: Date())
+                                                    responseTime: Date(), plannedAt: exchange.ticket)
         if merged == nil, head.statusCode == 304, case .revalidate(let stored, _) = exchange.plan {
             exchange.cache.removeCachedResponse(for: exchange.request.url ?? url)
             let error = URLError(.badServerResponse, url: url, description: "The server answered the cache's revalidation of \(stored.url) with a 304 "
@@ -136,7 +140,8 @@ extension URLConnectionOperation {
     /// how old the stored response is now.
     static func head(answering stored: CachedResponse, at now: Date) -> ResponseHead {
         var fields = stored.fieldList.filter { !fieldNamesMatch($0.name, "Age") }
-        fields.append((name: "Age", value: String(Int(stored.currentAge(now: now)))))
+        // Bounded: `Age` is delta-seconds, and a date from the year 1 must not trap.
+        fields.append((name: "Age", value: String(Int(min(stored.currentAge(now: now), 2_147_483_648)))))
         return ResponseHead(statusCode: stored.status, httpVersion: "HTTP/1.1", fields: fields)
     }
 
@@ -146,8 +151,10 @@ extension URLConnectionOperation {
     /// - the operation's credential, or the URL's `user:password@`, as `Authorization` (the
     ///   cache keeps only its digest);
     /// - the operation's cookie store as `Cookie`, by its identity in this process: a response
-    ///   that varies on `Cookie` is the answer only for requests with the same store, and
-    ///   never for one after a restart.
+    ///   is the answer only for requests with the same store, and never for one after a
+    ///   restart;
+    /// - the caller's ``URLConnectionOperation/cachePartition``, under a name no request on
+    ///   the wire carries.
     static func cacheView(of request: URLRequest, settings: Settings) -> URLRequest {
         var view = request
         if request.value(forHTTPHeaderField: "Authorization") == nil {
@@ -159,6 +166,9 @@ extension URLConnectionOperation {
         }
         if let store = settings.cookieStore, request.httpShouldHandleCookies, request.value(forHTTPHeaderField: "Cookie") == nil {
             view.setValue("cookie store \(store.identity)", forHTTPHeaderField: "Cookie")
+        }
+        if let partition = settings.cachePartition {
+            view.setValue(partition, forHTTPHeaderField: CachedResponse.partitionField)
         }
         return view
     }

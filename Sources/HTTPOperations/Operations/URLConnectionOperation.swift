@@ -84,6 +84,9 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// Proxy, Unix socket and host overrides.
         var route = NetworkRoute.default
         var cookieStore: CookieStore?
+        /// Whom the request speaks for, as far as the cache is concerned (see
+        /// ``URLConnectionOperation/cachePartition``).
+        var cachePartition: String?
         /// The HTTP cache asked before sending and told of the answer; nil: none.
         var cache: HTTPCache?
         /// Downloads: where the body goes, how it continues, and what it must add up to.
@@ -321,7 +324,12 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// resource changed, so prefer ``URLConnectionOperation/init(resumeData:)`` when you have it.
     public var resumesExistingFile: Bool {
         get { state.withLock { $0.settings.download.continuing } }
-        set { state.withLock { $0.settings.download.continuing = newValue } }
+        set {
+            state.withLock {
+                $0.settings.download.continuing = newValue
+                $0.settings.download.rangeWithoutValidator = newValue
+            }
+        }
     }
 
     /// How a download resumes itself after its connection drops. Default: three retries.
@@ -462,6 +470,16 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     public var cookieStore: CookieStore? {
         get { state.withLock { $0.settings.cookieStore } }
         set { state.withLock { $0.settings.cookieStore = newValue } }
+    }
+
+    /// Whom this request speaks for, when the cache cannot see it in the request: an API key
+    /// in a field of your own, a tenant, a user your server acts for. A response stored for
+    /// one partition (or for none) is never the answer to a request in another, as for
+    /// requests with different `Authorization` or `Cookie` values; such responses stay in the
+    /// cache's memory, never its folder. nil, the default: the request's fields alone tell.
+    public var cachePartition: String? {
+        get { state.withLock { $0.settings.cachePartition } }
+        set { state.withLock { $0.settings.cachePartition = newValue } }
     }
 
     /// The HTTP cache (RFC 9111) the operation asks before it sends its request and stores

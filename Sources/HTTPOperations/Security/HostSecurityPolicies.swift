@@ -6,9 +6,10 @@ import Foundation
 public struct HostSecurityPolicies: Sendable, Hashable {
     /// The policy of every host not listed in ``byHost``. Default ``SecurityPolicy/default``.
     public var fallback: SecurityPolicy
-    /// Policies by host name (compared case-insensitively and without a trailing dot:
-    /// `pinned.example.com.` is `pinned.example.com`, as DNS has it; an IP address is a host
-    /// name here). Default empty.
+    /// Policies by host, as libcurl connects to it (``HostName``): case-insensitively, without
+    /// a trailing dot (`pinned.example.com.` is `pinned.example.com`, as DNS has it), and an
+    /// IP address in any spelling as the address (`127.1`, `2130706433` and `0x7f000001` are
+    /// `127.0.0.1`). Default empty.
     public private(set) var byHost: [String: SecurityPolicy]
 
     /// Policies with `fallback` for every host and the `byHost` exceptions.
@@ -24,12 +25,10 @@ public struct HostSecurityPolicies: Sendable, Hashable {
         return byHost[Self.normalized(host)] ?? fallback
     }
 
-    /// `host` as the policies are keyed: lower-cased, without the trailing dot of a fully
-    /// qualified name (a request to `pinned.example.com.` goes to `pinned.example.com`, and
-    /// must not escape its policy by the spelling).
+    /// `host` as the policies are keyed: as curl connects to it (a request to `127.1` goes
+    /// to `127.0.0.1`, and must not escape its policy by the spelling).
     static func normalized(_ host: String) -> String {
-        let lowered = host.lowercased()
-        return lowered.count > 1 && lowered.hasSuffix(".") ? String(lowered.dropLast()) : lowered
+        HostName.canonical(host)
     }
 
     /// The policy for the host of `url`, without parsing the host when no host is listed.

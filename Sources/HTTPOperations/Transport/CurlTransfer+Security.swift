@@ -7,7 +7,7 @@ import Foundation
 extension CurlTransfer {
     /// Sets the options of a transfer that is not plain (on a handle reset to curl's
     /// defaults): what differs from the defaults for its policy and schemes.
-    func configureSecurity(userData: UnsafeMutableRawPointer) {
+    func configureSecurity() {
         if let allowed = request.allowedSchemes {
             let schemes = allowed.sorted().joined(separator: ",")
             setString(CURLOPT_PROTOCOLS_STR, schemes)
@@ -35,8 +35,10 @@ extension CurlTransfer {
         // libcurl checks the name with OpenSSL even when the chain is not verified: allowing
         // invalid certificates does not turn this off.
         setLong(CURLOPT_SSL_VERIFYHOST, policy.validatesDomainName ? 2 : 0)
-        // Converted: libcurl 7.x's headers declare these as `Int`, 8.x's as `Int32`.
-        setLong(CURLOPT_SSLVERSION, Int(policy.minimumTLSVersion == .v1_3 ? CURL_SSLVERSION_TLSv1_3 : CURL_SSLVERSION_TLSv1_2))
+        // 1.2 is set for every transfer (`configureShared`).
+        if policy.minimumTLSVersion == .v1_3 {
+            setLong(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_3))
+        }
         if let identity = policy.clientIdentity {
             configureClientIdentity(identity)
         }
@@ -45,10 +47,7 @@ extension CurlTransfer {
             // A resumed TLS session has no verified path (no certificates were exchanged):
             // every new connection does a full handshake.
             setLong(CURLOPT_SSL_SESSIONID_CACHE, 0)
-            ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, userData)
-            ccurl_easy_setopt_prereq_callback(easy) { userData, _, _, _, _ in
-                Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue().checkServerTrust()
-            }
+            checksServerTrust = true
         }
     }
 
@@ -63,9 +62,10 @@ extension CurlTransfer {
         case .file(let url): setString(CURLOPT_SSLKEY, url.path)
         case .pem(let data): setBlob(CURLOPT_SSLKEY_BLOB, data)
         }
-        if let passphrase = identity.passphrase {
-            setString(CURLOPT_KEYPASSWD, passphrase)
-        }
+        // Always a passphrase, empty when none was given: without one OpenSSL asks for it on
+        // the terminal, on the network thread, when a key file turns out to be encrypted
+        // (one renewed since the identity was made). An empty one fails at once instead.
+        setString(CURLOPT_KEYPASSWD, identity.passphrase ?? "")
     }
 
     private func setBlob(_ option: CURLoption, _ data: Data) {
@@ -74,8 +74,8 @@ extension CurlTransfer {
         }
     }
 
-    /// `CURLOPT_PREREQFUNCTION`: the connection is made (TLS included) or reused, and nothing
-    /// is sent yet. Compares the path the connection was verified on with the pins, for every
+    /// From `CURLOPT_PREREQFUNCTION` (``CurlTransfer/preRequest()``): the connection is made
+    /// (TLS included) or reused, and nothing is sent yet. Compares the path the connection was verified on with the pins, for every
     /// transfer (a reused connection and a multiplexed HTTP/2 stream are checked like a new
     /// one); on a refusal, aborts the transfer and forbids reuse, so the connection is closed
     /// rather than kept for the next request.
@@ -83,7 +83,7 @@ extension CurlTransfer {
     /// Then, with a server-trust block, a server the block has not approved stops here too, and
     /// the block is asked off the network thread (``pendingServerTrust``); the request is sent
     /// again once it says yes.
-    private func checkServerTrust() -> Int32 {
+    func checkServerTrust() -> Int32 {
         let host = request.url.host ?? ""
         let check = ServerTrustCheck(policy: request.securityPolicy, host: host)
         // Parsed once, for the pins and for the block.

@@ -120,6 +120,21 @@ final class CurlTransfer {
     /// transfer stopped in its pre-request callback to ask.
     var pendingServerTrust: ServerTrust?
 
+    /// The pins or a server-trust block judge each connection before a request is sent on it
+    /// (set by `configureSecurity`).
+    var checksServerTrust = false
+    /// A request went out on this transfer and no byte of an answer has come since.
+    private var sentWithoutAnswer = false
+    /// curl was about to send this transfer's request (not idempotent) a second time, on a
+    /// fresh connection, after the first died before any answer: the server may have acted on
+    /// it, so the transfer was stopped instead (see ``preRequest()``).
+    private(set) var refusedResend = false
+
+    /// A rewind of the body was refused. libcurl keeps its "rewind before sending" state
+    /// across `curl_easy_reset`: the next transfer on the handle, even a GET, would fail with
+    /// "necessary data rewind was not possible". Such a handle is freed, never pooled.
+    private(set) var refusedRewind = false
+
     /// Whether this is a plain transfer: a GET without a body, credentials or TLS settings of
     /// its own. Such a transfer sets the same options as every other plain one, differing
     /// only in values each sets again, so its handle can serve the next one without a reset
@@ -242,6 +257,11 @@ final class CurlTransfer {
         // Redirects are followed by the operation, which lets users rewrite or refuse them.
         setLong(CURLOPT_FOLLOWLOCATION, 0)
         setLong(CURLOPT_TCP_KEEPALIVE, 1)
+        // TLS 1.2 at least, as Docs/Security.md promises, whatever the policy: curl's default
+        // lets OpenSSL's configuration decide, which may allow 1.0 and 1.1. A policy that asks
+        // for 1.3 raises it (`configureSecurity`). Converted: libcurl 7.x's headers declare the
+        // constants as `Int`, 8.x's as `Int32`.
+        setLong(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
         setLong(CURLOPT_LOW_SPEED_LIMIT, 1)
         // A proxy's answer to CONNECT is not the origin's response: keep it from the head
         // parser on every route, the default one included (curl reads https_proxy and
@@ -288,7 +308,13 @@ final class CurlTransfer {
         }
 
         if !isPlain {
-            configureSecurity(userData: me)
+            configureSecurity()
+        }
+        if checksServerTrust || !request.isIdempotent {
+            ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, me)
+            ccurl_easy_setopt_prereq_callback(easy) { userData, _, _, _, _ in
+                Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue().preRequest()
+            }
         }
 
         if !request.route.isDefault || request.proxyCredential != nil {
@@ -401,7 +427,27 @@ final class CurlTransfer {
 
     // MARK: - Callbacks from curl
 
+    /// `CURLOPT_PREREQFUNCTION`: a request is about to go out on a connection made or reused.
+    ///
+    /// libcurl sends a request again by itself when the reused connection it went out on
+    /// closes before any byte of an answer ("Connection died, retrying a fresh connect"),
+    /// rewinding the body if it can. For a method that is not idempotent the server may have
+    /// acted on the first: a second request with no answer between is refused here, so a POST
+    /// reaches the server at most once. A request sent again after an answer (curl's own
+    /// authentication round) goes. Installed for such methods and for server-trust checks only.
+    fileprivate func preRequest() -> Int32 {
+        if !request.isIdempotent {
+            guard !sentWithoutAnswer else {
+                refusedResend = true
+                return Int32(ccurl_prereqfunc_abort)
+            }
+            sentWithoutAnswer = true
+        }
+        return checksServerTrust ? checkServerTrust() : Int32(ccurl_prereqfunc_ok)
+    }
+
     private func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
+        sentWithoutAnswer = false
         guard let head = headParser.consume(line: line), let delegate else { return line.count }
         if head.isInterim {
             delegate.transfer(self, didReceiveInformational: head)
@@ -461,11 +507,23 @@ final class CurlTransfer {
         return count
     }
 
-    /// curl rewinds the body when it must send it again (an authentication round, a retried
-    /// connection). In-memory bodies seek anywhere; a ``RewindableBodyStream`` goes back to
+    /// curl rewinds the body when it must send it again (an authentication round; a retried
+    /// connection, for idempotent methods only). In-memory bodies seek anywhere; a ``RewindableBodyStream`` goes back to
     /// its start (on the reader's queue); other streams cannot.
     private func seekBody(to offset: curl_off_t, origin: Int32) -> Int32 {
+        let answer = seekAnswer(to: offset, origin: origin)
+        if answer != ccurl_seekfunc_ok { refusedRewind = true }
+        return answer
+    }
+
+    private func seekAnswer(to offset: curl_off_t, origin: Int32) -> Int32 {
         guard origin == SEEK_SET, offset >= 0 else { return ccurl_seekfunc_cantseek }
+        // curl's own resend of a request that is not idempotent rewinds first (before
+        // ``preRequest()``): refused here already, so a written body's closure does not run again.
+        if !request.isIdempotent, sentWithoutAnswer {
+            refusedResend = true
+            return ccurl_seekfunc_cantseek
+        }
         switch request.body {
         case .data(let data) where offset <= data.count:
             bodyOffset = Int(offset)

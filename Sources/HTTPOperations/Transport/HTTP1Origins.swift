@@ -38,7 +38,7 @@ struct HTTP1Origins {
         case remembered(String)
 
         init(_ url: URL, route: NetworkRoute) {
-            guard url.scheme?.lowercased() == "https", let host = url.host?.lowercased() else {
+            guard url.scheme?.lowercased() == "https", let host = url.host.map(HostName.canonical) else {
                 self = .plain
                 return
             }

@@ -98,7 +98,7 @@ struct ResponseHead: Sendable, Equatable {
             guard value(of: "Transfer-Encoding") == nil else { return false }
             let lengths = values(of: "Content-Length")
                 .flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
-                .map { Int64($0.trimmingCharacters(in: .whitespaces)) }
+                .map { HTTPDecimal.parse($0.trimmingCharacters(in: .whitespaces)) }
             guard let first = lengths.first, let length = first else { return true }
             return lengths.contains { $0 != length }
         }
@@ -113,21 +113,7 @@ struct ResponseHead: Sendable, Equatable {
             return nil
         }
         guard let length = spans.first(where: { isNamed("Content-Length", $0) }) else { return nil }
-        return Self.decimal(storage[length.value])
-    }
-
-    /// `1*DIGIT` as a non-negative Int64; nil for anything else or an overflow.
-    private static func decimal(_ bytes: ArraySlice<UInt8>) -> Int64? {
-        guard !bytes.isEmpty else { return nil }
-        var value: Int64 = 0
-        for byte in bytes {
-            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
-            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
-            guard !overflow1, !overflow2 else { return nil }
-            value = sum
-        }
-        return value
+        return HTTPDecimal.parse(bytes: storage[length.value])
     }
 
     /// Whether this is an interim (1xx) response that another head will follow.

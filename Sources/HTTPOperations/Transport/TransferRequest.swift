@@ -35,6 +35,12 @@ struct TransferRequest: @unchecked Sendable {
     var securityPolicy = SecurityPolicy.default
     /// The operation's server-trust block and its approvals, when it has one.
     var serverTrustEvaluation: ServerTrustEvaluation?
+    /// Whether the method may be sent twice without changing anything more on the server
+    /// (RFC 9110 §9.2.2). A request whose method may not is sent at most once by a transfer:
+    /// curl's own resend on a fresh connection is refused (``CurlTransfer``).
+    var isIdempotent: Bool { Self.idempotentMethods.contains(method) }
+    /// Methods that may be sent again without changing anything on the server (RFC 9110 §9.2.2).
+    static let idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"]
     /// The URL schemes this transfer may use (`CURLOPT_PROTOCOLS_STR`), lower-case; nil for
     /// http and https, the default (checked without hashing anything, on every request).
     var allowedSchemes: Set<String>?
@@ -97,7 +103,7 @@ struct TransferRequest: @unchecked Sendable {
             try HTTPFieldValidation.check(name: name, value: value, url: url)
         }
         if let stream = request.httpBodyStream {
-            let declared = request.value(forHTTPHeaderField: "Content-Length").flatMap { Int64($0) }
+            let declared = request.value(forHTTPHeaderField: "Content-Length").flatMap { HTTPDecimal.parse($0) }
                 ?? (stream as? StreamedRequestBody)?.length
             self.body = .stream(stream, length: declared)
             self.maximumSendRate = (stream as? RewindableBodyStream)?.maximumSendRate
@@ -106,6 +112,7 @@ struct TransferRequest: @unchecked Sendable {
         } else {
             self.body = .none
         }
+        try RequestFraming.check(headers, body: body, url: url)
         self.timeout = Self.idleTimeout(for: request.timeoutInterval)
         if let credential, let user = credential.user {
             self.credential = (user, credential.password ?? "")

@@ -219,6 +219,9 @@ struct Nginx: Sendable {
                 location = /cookies/show { return 200 "$http_cookie"; }
                 location = /to-plain-http { return 307 http://127.0.0.1:\(port)/hello.txt; }
                 location /throttled/ { alias \(prefix)/www/; limit_rate 4m; }
+                # nginx's gzip as many sites run it: a compressed 200 carries a weak ETag
+                # (W/"x"), a range answer (never compressed) the strong one ("x").
+                location /gzipped/ { alias \(prefix)/www/; limit_rate 4m; gzip on; gzip_types *; gzip_min_length 0; }
                 # HTTP/2 in front of the fault server (FaultMatrixTests): streamed, not buffered.
                 location /fault/ { proxy_pass http://127.0.0.1:\(faultServer.port); proxy_buffering off; proxy_read_timeout 30s; }
                 # HTTP/2 in front of the test server's full-duplex routes: the request body goes

@@ -186,3 +186,14 @@ func faultServer(_ script: @escaping @Sendable (String) -> [FaultStep]) -> Fault
         fatalError("the fault server did not start: \(error)")
     }
 }
+
+/// Lines a test server's script records, in order, from any thread: duplicates are counted,
+/// never merged.
+final class LineLog: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+
+    /// Everything recorded so far.
+    var all: [String] { lines.withLock { $0 } }
+}

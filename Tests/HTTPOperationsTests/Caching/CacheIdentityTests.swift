@@ -1,0 +1,153 @@
+import Foundation
+@testable import HTTPOperations
+import HTTPTestServer
+import Testing
+
+extension AllTests.HTTPCacheOperations {
+    // MARK: - Whom a stored response speaks for (issue 38)
+
+    /// The report: a `private, max-age=3600` response to `Cookie: session=alice` was the
+    /// answer to a request with `Cookie: session=bob` (responses were kept apart only by
+    /// `Authorization` and `Vary`). A server's manager acts for many users.
+    @Test func oneUsersAnswerIsNeverAnothersByCookie() async throws {
+        let manager = Self.manager(try HTTPCache())
+        let url = testServer.url(.cacheable(key: Self.key("cookie-user"), cacheControl: "private, max-age=3600"))
+        let alice = try await Self.get(url, on: manager, headers: ["Cookie": "session=alice"])
+        let aliceAgain = try await Self.get(url, on: manager, headers: ["Cookie": "session=alice"])
+        let bob = try await Self.get(url, on: manager, headers: ["Cookie": "session=bob"])
+        let nobody = try await Self.get(url, on: manager)
+        #expect(alice.cacheResult == .miss)
+        #expect(aliceAgain.cacheResult == .hit, "the same user's answer is kept")
+        #expect(bob.cacheResult == .miss, "Alice's answer was Bob's")
+        #expect(Self.body(bob) != "" && nobody.cacheResult == .miss, "a user's answer was an anonymous request's")
+    }
+
+    /// The same through two cookie stores on one manager (curl adds their cookies, unseen by
+    /// the cache): a response stored for one store is never the other's.
+    @Test func oneUsersAnswerIsNeverAnothersByCookieStore() async throws {
+        let manager = Self.manager(try HTTPCache())
+        let url = testServer.url(.cacheable(key: Self.key("store-user"), cacheControl: "private, max-age=3600"))
+        func get(with store: CookieStore) async throws -> HTTPRequestOperation {
+            let operation = manager.httpRequestOperation(with: URLRequest(url: url), success: nil, failure: nil)
+            operation.cookieStore = store
+            manager.enqueue(operation)
+            try await waitUntilFinished(operation)
+            return operation
+        }
+        let (aliceStore, bobStore) = (CookieStore(), CookieStore())
+        #expect(try await get(with: aliceStore).cacheResult == .miss)
+        #expect(try await get(with: aliceStore).cacheResult == .hit)
+        #expect(try await get(with: bobStore).cacheResult == .miss, "one store's answer was another's")
+    }
+
+    /// An identity the cache cannot see (an API key in a field of the caller's, a tenant):
+    /// the caller names it as the operation's `cachePartition`.
+    @Test func aPartitionKeepsAnswersApart() async throws {
+        let manager = Self.manager(try HTTPCache())
+        let url = testServer.url(.cacheable(key: Self.key("partition"), cacheControl: "private, max-age=3600"))
+        func get(partition: String?) async throws -> HTTPRequestOperation {
+            var request = URLRequest(url: url)
+            request.setValue(partition.map { "key-\($0)" }, forHTTPHeaderField: "X-Api-Key")
+            let operation = manager.httpRequestOperation(with: request, success: nil, failure: nil)
+            operation.cachePartition = partition
+            manager.enqueue(operation)
+            try await waitUntilFinished(operation)
+            return operation
+        }
+        #expect(try await get(partition: "tenant-a").cacheResult == .miss)
+        #expect(try await get(partition: "tenant-a").cacheResult == .hit)
+        #expect(try await get(partition: "tenant-b").cacheResult == .miss, "tenant A's answer was tenant B's")
+        #expect(try await get(partition: nil).cacheResult == .miss)
+    }
+}
+
+extension AllTests {
+    /// What a stored response keeps (RFC 9111 §3.1) and what reaches the cache's files.
+    @Suite struct CacheStoredFields {
+        /// The report: `Proxy-Authenticate` came back on a hit, and so did the fields named in
+        /// `Connection` (only the 304 merge filtered them).
+        @Test func hopByHopAndProxyFieldsAreNotStored() throws {
+            let cache = try HTTPCache()
+            let request = URLRequest(url: URL(string: "https://example.com/f")!)
+            let now = Date()
+            let plan = cache.plan(for: request, now: now)
+            let fields: [(name: String, value: String)] = [
+                ("Date", HTTPDate.format(now)), ("Cache-Control", "max-age=600"),
+                ("Proxy-Authenticate", "Basic realm=\"proxy\""), ("Proxy-Authentication-Info", "x"),
+                ("Connection", "X-Hop, close"), ("X-Hop", "secret"), ("Keep-Alive", "timeout=5"),
+                ("Upgrade", "h2c"), ("X-Kept", "yes"),
+            ]
+            _ = cache.responseArrived(for: request, plan: plan, status: 200, fields: fields, body: Data("b".utf8),
+                                      requestTime: now, responseTime: now)
+            guard case .answer(let stored, _) = cache.plan(for: request, now: now) else {
+                Issue.record("not stored")
+                return
+            }
+            #expect(stored.fieldList.map(\.name) == ["Date", "Cache-Control", "X-Kept"])
+        }
+
+        /// From reading (issue 38), confirmed: a GET sent before a POST to the same URL, answered
+        /// after the POST invalidated the URL, stored the old version again.
+        @Test func anAnswerOvertakenByAnInvalidationIsNotStored() throws {
+            let cache = try HTTPCache()
+            let url = URL(string: "https://example.com/doc")!
+            let now = Date()
+            let fields: [(name: String, value: String)] = [("Date", HTTPDate.format(now)), ("Cache-Control", "max-age=600")]
+            let get = URLRequest(url: url)
+            let ticket = cache.invalidationTicket()
+            let plan = cache.plan(for: get, now: now)
+            var post = URLRequest(url: url)
+            post.httpMethod = "POST"
+            _ = cache.responseArrived(for: post, plan: cache.plan(for: post, now: now), status: 200, fields: [], body: Data(),
+                                      requestTime: now, responseTime: now, plannedAt: cache.invalidationTicket())
+            _ = cache.responseArrived(for: get, plan: plan, status: 200, fields: fields, body: Data("old".utf8),
+                                      requestTime: now, responseTime: now, plannedAt: ticket)
+            guard case .network = cache.plan(for: get, now: now) else {
+                Issue.record("the version the POST replaced was stored again")
+                return
+            }
+            // A GET planned after the POST is stored as usual.
+            let later = cache.invalidationTicket()
+            _ = cache.responseArrived(for: get, plan: cache.plan(for: get, now: now), status: 200, fields: fields,
+                                      body: Data("new".utf8), requestTime: now, responseTime: now, plannedAt: later)
+            guard case .answer(let stored, _) = cache.plan(for: get, now: now) else {
+                Issue.record("not stored")
+                return
+            }
+            #expect(stored.body == Data("new".utf8))
+        }
+
+        /// From reading, confirmed: the wall clock stepping back after a response was stored
+        /// gave its hits a negative `Age`.
+        @Test func aClockSteppedBackNeverGivesANegativeAge() throws {
+            let stored = CachedResponse(key: "GET https://example.com/", url: "https://example.com/", status: 200,
+                                        responseFields: [("Cache-Control", "max-age=60")], body: Data(), requestFields: [],
+                                        requestTime: cacheTime(100), responseTime: cacheTime(100))
+            let head = URLConnectionOperation.head(answering: stored, at: cacheTime(-3_600))
+            #expect(head.value(of: "Age") == "0")
+            #expect(stored.currentAge(now: cacheTime(-3_600)) == 0)
+        }
+
+        /// `Set-Cookie` is never written to the files; the memory tier keeps it.
+        @Test func setCookieNeverReachesTheFiles() throws {
+            let response = CachedResponse(key: "GET https://example.com/", url: "https://example.com/", status: 200,
+                                          responseFields: [("Set-Cookie", "session=s3cret"), ("X-Kept", "yes")],
+                                          body: Data("b".utf8), requestFields: [], requestTime: Date(), responseTime: Date())
+            let file = try CacheFileFormat.encode(response)
+            #expect(!String(decoding: file, as: UTF8.self).contains("s3cret"))
+            #expect(CacheFileFormat.decode(file)?.fieldList.map(\.name) == ["X-Kept"])
+        }
+
+        /// The identity digest is keyed: no plain SHA-256 of a credential, and two values that
+        /// differ never meet.
+        @Test func theIdentityDigestIsKeyedAndTellsValuesApart() {
+            let alice = CachedResponse.identityDigest(of: [("Authorization", "Basic YWxpY2U6aHVudGVyMg==")])
+            let plain = CachedResponse.digest("Basic YWxpY2U6aHVudGVyMg==")
+            #expect(alice != nil && alice != plain)
+            #expect(CachedResponse.identityDigest(of: []) == nil)
+            #expect(CachedResponse.identityDigest(of: [("Cookie", "a")]) != CachedResponse.identityDigest(of: [("Authorization", "a")]))
+            #expect(CachedResponse.identityDigest(of: [("Cookie", "a"), ("Authorization", "b")])
+                    != CachedResponse.identityDigest(of: [("Cookie", "a\n2:b")]))
+        }
+    }
+}
