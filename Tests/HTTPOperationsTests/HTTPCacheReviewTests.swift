@@ -55,6 +55,12 @@ extension AllTests.HTTPCacheOperations {
         try await Self.get(components.url!, on: manager)
         try await Self.get(testServer.url(.cacheable(key: Self.key("cookie"), cacheControl: "max-age=600")), on: manager,
                            headers: ["Cookie": "session=alice"])
+        // A field named sensitive (an API key) is an identity too: not even its digest, which a
+        // `Vary` naming it would write, reaches the folder.
+        manager.sensitiveHeaderFields = ["x-api-key"]
+        try await Self.get(testServer.url(.cacheable(key: Self.key("api-key"), cacheControl: "max-age=600", vary: "X-Api-Key")),
+                           on: manager, headers: ["X-Api-Key": "key-123"])
+        manager.sensitiveHeaderFields = []
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
         try await Self.get(testServer.url(.cacheable(key: Self.key("nobody"), cacheControl: "max-age=600")), on: manager)
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)

@@ -43,6 +43,34 @@ extension AllTests {
             }
         }
 
+        /// A written body declares its length: a caller's `Content-Length` that says another is
+        /// refused (review of issue 38: the stream's length was taken from the field itself).
+        @Test func aWrittenBodysLengthAndTheCallersMustAgree() throws {
+            let written = StreamedRequestBody(length: 100) { _ in }
+            #expect(throws: SecurityError.self) {
+                try RequestFraming.check([(name: "Content-Length", value: "5")], body: .stream(written, length: 5), url: Self.url)
+            }
+            try RequestFraming.check([(name: "Content-Length", value: "100")], body: .stream(written, length: 100), url: Self.url)
+        }
+
+        /// A plain stream with a short `Content-Length`: curl is never given bytes past it, so
+        /// the rest cannot reach the server as a second request.
+        @Test func aStreamIsNeverSentPastItsDeclaredLength() async throws {
+            let seen = LineLog()
+            let server = try FaultServer.startWithHeads({ request in
+                seen.append("\(request.method) \(request.path)")
+                return [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)), .readNextRequest,
+                        .run { seen.append("a second request") }, .closeWithFIN]
+            })
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/submit")!)
+            request.httpMethod = "POST"
+            request.httpBodyStream = InputStream(data: Data("XGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+            request.setValue("1", forHTTPHeaderField: "Content-Length")
+            _ = try await run(HTTPRequestOperation(request: request))
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(seen.all == ["POST /submit"], "the server saw \(seen.all)")
+        }
+
         @Test func theDefaultPortMayBeLeftOutOfHost() {
             #expect(RequestFraming.names("example.com", authorityOf: URL(string: "https://example.com/")!))
             #expect(RequestFraming.names("example.com:443", authorityOf: URL(string: "https://example.com/")!))

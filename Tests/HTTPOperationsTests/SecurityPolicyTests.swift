@@ -255,12 +255,14 @@ extension AllTests {
                                               privateKey: .pem(Data(Self.certificates.client.privateKeyPEM.utf8)),
                                               passphrase: "hunter2-passphrase")
             let proxy = try Proxy(URL(string: "http://proxy.test:3128")!, user: "ada", password: "hunter2-password")
-            for (value, secret) in [(identity as Any, "hunter2-passphrase"), (proxy as Any, "hunter2-password")] {
+            let inURL = try Proxy(URL(string: "http://ada:hunter2-in-url@proxy.test:3128")!)
+            for (value, secret) in [(identity as Any, "hunter2-passphrase"), (proxy as Any, "hunter2-password"),
+                                    (inURL as Any, "hunter2-in-url")] {
                 var dumped = ""
                 dump(value, to: &dumped)
                 for text in [String(describing: value), String(reflecting: value), dumped, "\(value)"] {
                     #expect(!text.contains(secret), "\(text)")
-                    #expect(text.contains("<redacted>"), "\(text)")
+                    #expect(text.contains("redacted"), "\(text)")
                 }
             }
         }

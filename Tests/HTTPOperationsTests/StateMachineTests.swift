@@ -131,6 +131,19 @@ extension AllTests {
             #expect(otherOrigin.value(forHTTPHeaderField: "X-Trace") == "kept")
         }
 
+        /// A caller's `Host` named the first origin: leaving it drops the field (curl writes
+        /// the new one), else the framing check would refuse the redirected request.
+        @Test func aCallersHostStaysWithItsOrigin() throws {
+            var request = URLRequest(url: URL(string: "http://a.test/x")!)
+            request.setValue("a.test", forHTTPHeaderField: "Host")
+            let same = try RedirectPolicy.request(following: 301, from: request, to: URL(string: "http://A.test/y")!)
+            #expect(same.value(forHTTPHeaderField: "Host") == "a.test")
+            let other = try RedirectPolicy.request(following: 301, from: request, to: URL(string: "http://www.a.test/y")!)
+            #expect(other.value(forHTTPHeaderField: "Host") == nil)
+            // Reached as curl connects: `127.1` is `127.0.0.1`, the same origin.
+            #expect(RedirectPolicy.isSameOrigin(URL(string: "http://127.1/")!, URL(string: "http://127.0.0.1:80/")!))
+        }
+
         @Test(arguments: [307, 308])
         func aBodyIsNeverRedirectedFromHTTPSToHTTP(status: Int) throws {
             var request = URLRequest(url: URL(string: "https://a.test/x")!)

@@ -41,7 +41,8 @@ struct CacheDirectory: Sendable {
         path + "/" + name
     }
 
-    /// Lists the entry files, deleting temporary files left by a crash. Files whose names
+    /// Lists the entry files, deleting temporary files left by a crash and entries of another
+    /// format version. Files whose names
     /// are not ours are left alone and not counted: the directory may be shared and
     /// deleting unknown files would be hostile.
     /// - Returns: The entry files found, in no particular order.
@@ -57,6 +58,15 @@ struct CacheDirectory: Sendable {
                   let attributes = try? FileManager.default.attributesOfItem(atPath: filePath(name)),
                   attributes[.type] as? FileAttributeType == .typeRegular
             else { continue }
+            // An entry of another format version goes now, not when its key is next asked
+            // for: version 1 kept digests of credentials and `Set-Cookie` values.
+            if let header = FileHandle(forReadingAtPath: filePath(name)).map({ handle in
+                defer { try? handle.close() }
+                return handle.readData(ofLength: 6)
+            }), CacheFileFormat.isOtherVersion(header: header) {
+                delete(name)
+                continue
+            }
             let size = (attributes[.size] as? NSNumber)?.intValue ?? 0
             let lastUse = attributes[.modificationDate] as? Date ?? .distantPast
             found.append(ScannedFile(name: name, size: size, lastUse: lastUse))

@@ -41,6 +41,13 @@ enum CacheFileFormat {
         var bodyByteCount: Int
     }
 
+    /// Whether the first bytes of a file are an entry's of another format version.
+    static func isOtherVersion(header: Data) -> Bool {
+        let bytes = [UInt8](header.prefix(6))
+        guard bytes.count == 6, Array(bytes[0..<4]) == magic else { return false }
+        return (UInt16(bytes[4]) << 8 | UInt16(bytes[5])) != version
+    }
+
     /// Serializes an entry. Dates keep Foundation's default encoding (seconds since the
     /// reference date) because it round-trips a `Date` exactly.
     /// - Parameter response: The entry to write.

@@ -97,7 +97,7 @@ struct CachedResponse: Codable, Sendable, Equatable {
         let values = identityFields.map { HeaderFieldList.combinedValue(named: $0, in: requestFields) }
         guard values.contains(where: { $0 != nil }) else { return nil }
         // Each value length-prefixed, so that no two sets of values read alike.
-        let text = values.map { $0.map { "\($0.utf8.count):\($0)" } ?? "-" }.joined(separator: "\n")
+        let text = values.map { $0.map { "\($0.utf8.count):\($0)" } ?? "-" }.joined(separator: ",")
         return HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: identityKey)
             .map { String(format: "%02x", $0) }.joined()
     }

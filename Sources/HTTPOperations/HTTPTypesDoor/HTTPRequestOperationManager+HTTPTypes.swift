@@ -176,11 +176,13 @@ extension HTTPRequestOperationManager {
         return serializer
     }()
 
-    /// Whether `path` is a request target in origin-form (RFC 9112 §3.2.1: `/` and not
-    /// `//`), or `*` for OPTIONS (asterisk-form).
-    static func isOriginForm(_ path: String, method: HTTPRequest.Method) -> Bool {
+    /// Whether `path` is a request target in origin-form (RFC 9112 §3.2.1: starting with
+    /// `/`), or `*` for OPTIONS (asterisk-form). A path alone, resolved against the base URL,
+    /// must not start with `//`, which would name another authority; with the request's own
+    /// `authority`, `//a` is a path with an empty first segment.
+    static func isOriginForm(_ path: String, method: HTTPRequest.Method, authority: String?) -> Bool {
         if path == "*" { return method == .options }
-        return path.hasPrefix("/") && !path.hasPrefix("//")
+        return path.hasPrefix("/") && (authority != nil || !path.hasPrefix("//"))
     }
 
     /// `request` as Foundation's request: its URL (or its path against ``baseURL``), method
@@ -191,7 +193,7 @@ extension HTTPRequestOperationManager {
     ///   request to another origin than the one it names; `.unencodableHeaderValue` for a
     ///   value whose bytes are not UTF-8, which no header string carries as they are.
     private func urlRequest(for request: HTTPRequest) throws -> URLRequest {
-        if let path = request.path, !Self.isOriginForm(path, method: request.method) {
+        if let path = request.path, !Self.isOriginForm(path, method: request.method, authority: request.authority) {
             throw RequestSerializationError(.invalidURL(path))
         }
         if let field = request.headerFields.first(where: { !$0.valueIsUTF8 }) {

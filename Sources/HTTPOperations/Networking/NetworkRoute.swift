@@ -91,16 +91,25 @@ public struct Proxy: Sendable, Equatable, CustomStringConvertible, CustomReflect
         self.bypassedHosts = bypassedHosts
     }
 
-    /// The proxy's URL, user and bypassed hosts; never the password.
+    /// The proxy's URL (without a password in it), user and bypassed hosts; never a password.
     public var description: String {
-        "Proxy(\(url.absoluteString), user: \(user ?? "none"), password: \(password == nil ? "none" : "<redacted>"), "
+        "Proxy(\(shownURL), user: \(user ?? "none"), password: \(password == nil ? "none" : "<redacted>"), "
             + "bypassedHosts: \(bypassedHosts))"
     }
 
-    /// What `dump` and reflection show: the password redacted.
+    /// What `dump` and reflection show: the passwords redacted.
     public var customMirror: Mirror {
-        Mirror(self, children: ["url": url, "user": user as Any, "password": password == nil ? "none" : "<redacted>",
+        Mirror(self, children: ["url": shownURL, "user": user as Any, "password": password == nil ? "none" : "<redacted>",
                                 "bypassedHosts": bypassedHosts], displayStyle: .struct)
+    }
+
+    /// `url` as shown: a password in it (`http://u:secret@proxy`) replaced.
+    private var shownURL: String {
+        guard url.password != nil, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            return url.absoluteString
+        }
+        components.password = "redacted"
+        return components.string ?? "(a proxy URL with a password)"
     }
 }
 

@@ -22,7 +22,8 @@ enum RedirectPolicy {
     ///   POST (as every client does, although the RFC allows either); 307 and 308 keep the
     ///   method and body.
     /// - Leaving the origin (scheme, host, port) drops the credential header fields and
-    ///   `sensitiveFields` (lower-case names).
+    ///   `sensitiveFields` (lower-case names), and a caller's `Host`, which named the first
+    ///   origin (curl writes the new one).
     ///
     /// - Throws: ``SecurityError`` `.insecureRedirect` when the request would carry its body
     ///   from https to plain http.
@@ -44,7 +45,7 @@ enum RedirectPolicy {
             throw SecurityError(.insecureRedirect(from: previous.url!, to: location), url: previous.url)
         }
         if let from = previous.url, !isSameOrigin(from, location) {
-            let dropped = credentialHeaderFields.union(sensitiveFields)
+            let dropped = credentialHeaderFields.union(sensitiveFields).union(["host"])
             for field in (next.allHTTPHeaderFields ?? [:]).keys where dropped.contains(field.lowercased()) {
                 next.setValue(nil, forHTTPHeaderField: field)
             }

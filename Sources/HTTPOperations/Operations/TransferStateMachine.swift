@@ -326,12 +326,14 @@ struct TransferStateMachine {
     /// An answer to `Range: bytes=<from>-`: only a 206 at that offset, of the same version,
     /// adds to what is held.
     private mutating func readRangeAnswer(_ head: ResponseHead, askedFrom from: Int64) -> HeadAction {
+        // Another version's answer, whatever its range says (a server that ignores If-Range;
+        // a new version of another length): the whole resource is asked for.
+        if head.statusCode == 206 || head.statusCode == 416, let mismatch = validatorMismatch(head) {
+            return restartWhole(after: mismatch)
+        }
         switch ResumePolicy.decide(status: head.statusCode, contentRange: head.value(of: "Content-Range"),
                                    held: from, knownLength: knownLength) {
         case .append(let completeLength, let end):
-            // Both validators, whichever If-Range carried: a server that ignores If-Range
-            // answers with the new version's, and its bytes must not be appended.
-            if let mismatch = validatorMismatch(head) { return restartWhole(after: mismatch) }
             attempt.rangeEnd = end
             knownLength = completeLength ?? knownLength
             expectedLength = knownLength ?? -1
@@ -351,12 +353,14 @@ struct TransferStateMachine {
             guard case .deliver = whole else { return whole }
             return .deliver(restartFromZero: true, newIdentity: true)
         case .alreadyComplete:
-            // Complete only for the version held: a 416 of another version (a server that
-            // ignores If-Range changed it) says nothing about these bytes.
-            if let mismatch = validatorMismatch(head) { return restartWhole(after: mismatch) }
+            // Complete only for the version held (another version's 416 was met above).
             attempt.completeWithoutBody = true
             attempt.route = .aside
             return .holdAside
+        case .refuse(let reason) where reason.code == .lengthChanged || reason.code == .unsatisfiableRange:
+            // Another complete length, or a range past the end: another version, shorter or
+            // longer; asked for whole, as for a changed validator.
+            return restartWhole(after: .resume(reason))
         case .refuse(let reason):
             return abort(.resume(reason))
         case .notARangeAnswer:

@@ -153,8 +153,9 @@ extension URLConnectionOperation {
     /// - the operation's cookie store as `Cookie`, by its identity in this process: a response
     ///   is the answer only for requests with the same store, and never for one after a
     ///   restart;
-    /// - the caller's ``URLConnectionOperation/cachePartition``, under a name no request on
-    ///   the wire carries.
+    /// - the caller's ``URLConnectionOperation/cachePartition`` and the values of its
+    ///   ``URLConnectionOperation/sensitiveHeaderFields``, under a name no request on the wire
+    ///   carries.
     static func cacheView(of request: URLRequest, settings: Settings) -> URLRequest {
         var view = request
         if request.value(forHTTPHeaderField: "Authorization") == nil {
@@ -167,7 +168,14 @@ extension URLConnectionOperation {
         if let store = settings.cookieStore, request.httpShouldHandleCookies, request.value(forHTTPHeaderField: "Cookie") == nil {
             view.setValue("cookie store \(store.identity)", forHTTPHeaderField: "Cookie")
         }
-        if let partition = settings.cachePartition {
+        // The caller's partition, and the values of the fields it named sensitive (an API key):
+        // each names whom the request speaks for.
+        // Each part length-prefixed (no CR or LF: Foundation drops a field value holding one).
+        let sensitive = settings.sensitiveHeaderFields.sorted().compactMap { name in
+            request.value(forHTTPHeaderField: name).map { "\(name.utf8.count):\(name)=\($0.utf8.count):\($0)" }
+        }
+        if settings.cachePartition != nil || !sensitive.isEmpty {
+            let partition = ([settings.cachePartition.map { "\($0.utf8.count):\($0)" } ?? "-"] + sensitive).joined(separator: ",")
             view.setValue(partition, forHTTPHeaderField: CachedResponse.partitionField)
         }
         return view

@@ -206,7 +206,7 @@ final class CurlMulti {
 
     private func recycleHandle(of transfer: CurlTransfer) {
         guard let easy = transfer.detach() else { return }
-        if transfer.sendsTrailers || transfer.refusedRewind {
+        if transfer.sendsTrailers || transfer.refusedRewind || transfer.refusedResend {
             curl_easy_cleanup(easy)
         } else {
             easyHandles.recycle(easy, plain: transfer.isPlain && !transfer.pausedReceiving)

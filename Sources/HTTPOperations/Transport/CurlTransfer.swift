@@ -61,6 +61,8 @@ final class CurlTransfer {
     @exclusivity(unchecked) private var headParser = ResponseHeadParser()
     /// Read position in a `.data` body.
     private var bodyOffset = 0
+    /// Bytes of a `.stream` body given to curl since its last rewind.
+    private var streamBytesRead: Int64 = 0
     /// Reads a `.stream` body off the network thread; made when the transfer starts.
     private var bodyReader: BodyReader?
 
@@ -262,6 +264,7 @@ final class CurlTransfer {
         // for 1.3 raises it (`configureSecurity`). Converted: libcurl 7.x's headers declare the
         // constants as `Int`, 8.x's as `Int32`.
         setLong(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
+        setLong(CURLOPT_PROXY_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
         setLong(CURLOPT_LOW_SPEED_LIMIT, 1)
         // A proxy's answer to CONNECT is not the origin's response: keep it from the head
         // parser on every route, the default one included (curl reads https_proxy and
@@ -490,10 +493,23 @@ final class CurlTransfer {
                 data.copyBytes(to: buffer.bindMemory(to: UInt8.self), from: start..<(start + count))
                 bodyOffset += count
             }
-        case .stream:
+        case .stream(_, let declared):
             guard let bodyReader else { return Int(ccurl_readfunc_abort) }
+            // Never past the declared length: bytes after it would be read by the server as
+            // the next request (libcurl 7.88 sends what the callback gives).
+            var buffer = buffer
+            if let declared {
+                let remaining = Int(clamping: max(0, declared - streamBytesRead))
+                guard remaining > 0 else {
+                    readEndOfBody = true
+                    return 0
+                }
+                buffer = UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(remaining))
+            }
             switch bodyReader.read(into: buffer) {
-            case .bytes(let read): count = read
+            case .bytes(let read):
+                count = read
+                streamBytesRead += Int64(read)
             case .end:
                 count = 0
                 readEndOfBody = true
@@ -533,6 +549,7 @@ final class CurlTransfer {
             // The body goes out again, and the trailers after it.
             readEndOfBody = false
             askedForTrailers = false
+            streamBytesRead = 0
             return bodyReader?.rewind() == true ? ccurl_seekfunc_ok : ccurl_seekfunc_cantseek
         default:
             return ccurl_seekfunc_cantseek

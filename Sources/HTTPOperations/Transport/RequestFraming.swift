@@ -28,6 +28,11 @@ enum RequestFraming {
             default: continue
             }
         }
+        // A written body declares its own length: the caller's field must say the same.
+        if case .stream(let stream, _) = body, let written = (stream as? StreamedRequestBody)?.length,
+           let contentLength, HTTPDecimal.parse(contentLength) != written {
+            throw refusal("Content-Length", "it says \(contentLength), the written body declares \(written) bytes", url)
+        }
         if let transferEncoding {
             guard contentLength == nil else { throw refusal("Transfer-Encoding", "sent with a Content-Length", url) }
             guard transferEncoding.lowercased() == "chunked", case .stream(_, nil) = body else {
