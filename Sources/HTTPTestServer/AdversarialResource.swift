@@ -68,6 +68,12 @@ public struct AdversarialResource: Sendable, Codable {
     public var key: String
     public var entityTag: EntityTagKind
     public var sendsLastModified: Bool
+    /// Every answer's `Date` is its version's `Last-Modified`: the dates are weak validators
+    /// (RFC 9110 §8.8.2.2), as for a file rewritten in the second it was served. Then, unless
+    /// the ETag is strong, a new version may look exactly like the old one (same date, same
+    /// length, a weak or no ETag): a change no client can see, which only a client that never
+    /// continues such a version with a `Range` survives.
+    public var datesAreWeak: Bool
     /// The first version's length.
     public var length: Int
     /// Where the contents' keys come from.
@@ -78,8 +84,9 @@ public struct AdversarialResource: Sendable, Codable {
     /// What it does to the requests with a `Range`, in order; likewise.
     public var rangeScript: [AdversarialStep]
 
-    public init(key: String, entityTag: EntityTagKind, sendsLastModified: Bool, length: Int, contentSeed: UInt64,
-                script: [AdversarialStep], rangeScript: [AdversarialStep]) {
+    public init(key: String, entityTag: EntityTagKind, sendsLastModified: Bool, datesAreWeak: Bool = false, length: Int,
+                contentSeed: UInt64, script: [AdversarialStep], rangeScript: [AdversarialStep]) {
+        self.datesAreWeak = datesAreWeak
         self.key = key
         self.entityTag = entityTag
         self.sendsLastModified = sendsLastModified

@@ -82,6 +82,12 @@ public final class AdversarialResumeServer: Sendable {
         resources.withLock { $0[resource.key] = state }
     }
 
+    /// From now on answers every request for `key` as RFC 9110 says, and changes nothing:
+    /// what is left of its scripts is dropped. A client that can finish, must finish now.
+    public func settle(_ key: String) {
+        resources.withLock { $0[key]?.settled = true }
+    }
+
     /// Forgets a resource: its path answers 404.
     public func remove(_ key: String) {
         resources.withLock { _ = $0.removeValue(forKey: key) }
@@ -336,6 +342,8 @@ struct ResourceState: Sendable {
     var nextEntityTag = 1
     var nextDate = 1
     var log: [String] = []
+    /// See ``AdversarialResumeServer/settle(_:)``.
+    var settled = false
 
     init(_ resource: AdversarialResource) {
         self.resource = resource
@@ -381,8 +389,10 @@ struct ResourceState: Sendable {
                 nextDate += 1
             }
             // New bytes must look new to a client: differ from every earlier version in
-            // something a 206 shows.
-            let seen = Set(versions.map(identity))
+            // something a 206 shows. Except where nothing a client sees is strong (weak dates,
+            // no strong ETag): there a change may be invisible.
+            let invisibleAllowed = resource.datesAreWeak && resource.entityTag != .strong
+            let seen = invisibleAllowed ? [] : Set(versions.map(identity))
             func candidate() -> AdversarialVersion {
                 AdversarialVersion(contentKey: AdversarialVersion.mix(resource.contentSeed &+ UInt64(versions.count)),
                                    length: newLength, entityTag: tag, lastModified: date)
@@ -419,7 +429,9 @@ struct ResourceState: Sendable {
     /// Takes the next step for `request`; returns the response and the kinds to count.
     mutating func answer(_ request: AdversarialResumeServer.Request) -> (AdversarialResumeServer.Response, [String]) {
         let step: AdversarialStep
-        if request.range != nil {
+        if settled {
+            step = AdversarialStep()
+        } else if request.range != nil {
             step = rangeRequests < resource.rangeScript.count ? resource.rangeScript[rangeRequests] : AdversarialStep()
             rangeRequests += 1
         } else {
@@ -437,9 +449,12 @@ struct ResourceState: Sendable {
         }
         let version = versions[current]
         // A `Date` after every `Last-Modified` the server makes (all on 21 Nov 2026 before
-        // 10:30): the dates are strong validators, as a real server's are (RFC 9110 §8.8.2.2).
+        // 10:30): the dates are strong validators, as a real server's are (RFC 9110 §8.8.2.2);
+        // or, with weak dates, the version's own `Last-Modified`: the same second.
+        let later = "Sat, 21 Nov 2026 12:00:00 GMT"
+        let date = resource.datesAreWeak ? version.lastModified ?? later : later
         var headers: [(String, String)] = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes"),
-                                           ("Date", "Sat, 21 Nov 2026 12:00:00 GMT")]
+                                           ("Date", date)]
         var validators: [(String, String)] = []
         if let tag = version.entityTag { validators.append(("ETag", tag)) }
         if let date = version.lastModified { validators.append(("Last-Modified", date)) }

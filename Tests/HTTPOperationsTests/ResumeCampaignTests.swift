@@ -27,7 +27,9 @@ extension AllTests {
     /// is a typed error, the file a true prefix of one version, and the resume state — the
     /// sidecar and the operation's `resumeData`, which must both be there when bytes are held
     /// — names that version (its validators and length) and no more bytes than the file has.
-    /// A run with no outcome within its deadline is a hang. Every violation is counted and the
+    /// A run with no outcome within its deadline is a hang. Liveness, after the runs: once the
+    /// server answers as RFC 9110 says, a download from what they left completes within three
+    /// retries with the current version. Every violation is counted and the
     /// first ones printed with their scenario, seed, plan and the server's log; the test
     /// fails when there is any.
     ///

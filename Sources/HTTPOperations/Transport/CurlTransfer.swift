@@ -313,7 +313,8 @@ final class CurlTransfer {
         if !isPlain {
             configureSecurity()
         }
-        if checksServerTrust || !request.isIdempotent {
+        // A plain transfer is a GET without TLS settings of its own: nothing to check.
+        if !isPlain, checksServerTrust || !request.isIdempotent {
             ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, me)
             ccurl_easy_setopt_prereq_callback(easy) { userData, _, _, _, _ in
                 Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue().preRequest()

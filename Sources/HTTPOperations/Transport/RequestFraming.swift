@@ -17,15 +17,15 @@ enum RequestFraming {
     static func check(_ headers: [(name: String, value: String)], body: RequestBody, url: URL) throws {
         var contentLength: String?
         var transferEncoding: String?
+        // Checked for every request, off the network thread: names compared without
+        // allocating a lower-cased copy of each.
         for (name, value) in headers {
-            switch name.lowercased() {
-            case "content-length": contentLength = value.trimmingCharacters(in: .whitespaces)
-            case "transfer-encoding": transferEncoding = value.trimmingCharacters(in: .whitespaces)
-            case "host":
-                guard names(value, authorityOf: url) else {
-                    throw refusal("Host", "it names \(value), the URL \(url.host ?? "")", url)
-                }
-            default: continue
+            if isNamed(name, "content-length") {
+                contentLength = value.trimmingCharacters(in: .whitespaces)
+            } else if isNamed(name, "transfer-encoding") {
+                transferEncoding = value.trimmingCharacters(in: .whitespaces)
+            } else if isNamed(name, "host"), !names(value, authorityOf: url) {
+                throw refusal("Host", "it names \(value), the URL \(url.host ?? "")", url)
             }
         }
         // A written body declares its own length: the caller's field must say the same.
@@ -76,6 +76,14 @@ enum RequestFraming {
         let expected = url.port ?? defaultPort
         guard let port else { return expected == defaultPort }
         return HTTPDecimal.parse(port) == Int64(expected)
+    }
+
+    /// Whether `name` is `lowercased` in any case (ASCII).
+    private static func isNamed(_ name: String, _ lowercased: StaticString) -> Bool {
+        let utf8 = name.utf8
+        guard utf8.count == lowercased.utf8CodeUnitCount else { return false }
+        let expected = UnsafeBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
+        return zip(utf8, expected).allSatisfy { ((0x41...0x5A).contains($0) ? $0 | 0x20 : $0) == $1 }
     }
 
     private static func refusal(_ name: String, _ detail: String, _ url: URL) -> SecurityError {

@@ -132,7 +132,7 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
 
     var description: String {
         var lines = ["scenario \(index) (seed \(seed), \(mode.rawValue)): \(resource.length) B, ETag \(resource.entityTag.rawValue), "
-            + "Last-Modified \(resource.sendsLastModified ? "yes" : "no"), to \(toFile ? "a file" : "memory"), \(route.rawValue)"]
+            + "Last-Modified \(resource.sendsLastModified ? (resource.datesAreWeak ? "yes, in the second of its Date" : "yes") : "no"), to \(toFile ? "a file" : "memory"), \(route.rawValue)"]
         for (number, step) in resource.script.enumerated() { lines.append("  request \(number + 1) without Range: \(step)") }
         for (number, step) in resource.rangeScript.enumerated() { lines.append("  request \(number + 1) with Range: \(step)") }
         for (number, run) in runs.enumerated() { lines.append("  run \(number + 1): \(run)") }
@@ -176,6 +176,8 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
         default: .none
         }
         let sendsLastModified = chance(50)
+        // A file rewritten in the second it was served: its date names no version.
+        let datesAreWeak = sendsLastModified && chance(30)
         func drawStep(forRange: Bool) -> AdversarialStep {
             var step = AdversarialStep()
             if chance(15) {
@@ -240,7 +242,8 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
             skipping(drawStep(forRange: true), forRange: true)
         }
         let resource = AdversarialResource(key: "c\(index)-\(String(seed, radix: 36))", entityTag: entityTag,
-                                           sendsLastModified: sendsLastModified, length: length, contentSeed: random.next(),
+                                           sendsLastModified: sendsLastModified, datesAreWeak: datesAreWeak, length: length,
+                                           contentSeed: random.next(),
                                            script: script, rangeScript: rangeScript)
 
         let toFile = mode == .writeLimited || chance(80)

@@ -479,6 +479,48 @@ final class CampaignScenarioExecution: @unchecked Sendable {
         if nextRun >= scenario.runs.count { ended = true }
     }
 
+    /// The liveness oracle: once the server answers every request as RFC 9110 says, a download
+    /// that goes on from what the runs left (the file and its sidecar, as `download(_:to:)`
+    /// finds them) completes within a few attempts, with the current version whole. A resume
+    /// state that every later attempt fails on (a download that never finishes) is a violation.
+    func checkLiveness() async {
+        servers.server.settle(scenario.resource.key)
+        let request = URLRequest(url: servers.url(scenario), timeoutInterval: idleTimeout)
+        let operation = scenario.toFile ? HTTPRequestOperation.download(request, to: file).operation
+            : HTTPRequestOperation(request: request)
+        servers.configure(operation, for: scenario.route)
+        operation.retryPolicy = RetryPolicy(maximumRetries: 3, initialDelay: 0.002, maximumDelay: 0.02)
+        let recorder = CampaignRunRecorder()
+        recorder.watch(operation)
+        OperationQueue().addOperation(operation)
+        let number = scenario.runs.count
+        guard await recorder.reported.wait(timeout: runDeadline) else {
+            operation.cancel()
+            _ = await recorder.reported.wait(timeout: .seconds(5))
+            violation(number, "liveness: no outcome once the server behaved", "after \(runDeadline)")
+            return
+        }
+        let versions = servers.server.versions(of: scenario.resource.key)
+        let body = scenario.toFile ? (try? Data(contentsOf: file)) : operation.responseData
+        // The current version, or one a client may take for it: the same strong ETag and
+        // length (a server that changed its bytes under an unchanged strong ETag lies, and a
+        // client trusts a strong ETag, RFC 9110 §8.8.3), or the same validators and length.
+        let current = versions.last
+        let lookAlikes = versions.filter { version in
+            guard let current, version.length == current.length else { return false }
+            if let tag = current.entityTag, tag.hasPrefix("\"") { return version.entityTag == tag }
+            return version.entityTag == current.entityTag && version.lastModified == current.lastModified
+        }
+        let oracle = CampaignOracle(versions: lookAlikes)
+        if case let error?? = recorder.first {
+            violation(number, "liveness: failed once the server behaved", "\(error)")
+        } else if current != nil, !lookAlikes.contains(where: { oracle.isWhole(body ?? Data(), $0) }) {
+            violation(number, "liveness: not the current version once the server behaved", body.map(oracle.describe) ?? "no body")
+        } else {
+            count("liveness: completed once the server behaved")
+        }
+    }
+
     /// Checks what is left to check once every run is over, counts, and cleans up.
     func finish() {
         tally.scenarios = 1
@@ -788,6 +830,7 @@ enum ResumeCampaignDriver {
         let running = Mutex(CampaignTally())
         await forEach(executions, concurrency: order.concurrency) { execution in
             await execution.run()
+            await execution.checkLiveness()
             execution.finish()
             let snapshot = running.withLock { running -> CampaignTally? in
                 running.merge(execution.tally)
