@@ -18,6 +18,19 @@ extension AllTests {
             (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(number) &* 7) ^ number }
         }
 
+        /// `body` as an honest server answers a request with `range` (`bytes=<from>-`): the
+        /// rest as a 206, or the whole as a 200 without one; `fields` are CRLF-ended lines.
+        static func answer(_ body: [UInt8], range: String?, fields: String) -> [FaultStep] {
+            if let range, range.hasPrefix("bytes=") {
+                let from = Int(range.dropFirst(6).prefix { $0.isNumber }) ?? 0
+                let tail = "HTTP/1.1 206 Partial Content\r\n\(fields)Content-Range: bytes \(from)-\(body.count - 1)/\(body.count)\r\n"
+                    + "Content-Length: \(body.count - from)\r\n\r\n"
+                return [.send(Array(tail.utf8) + body[from...]), .closeWithFIN]
+            }
+            let whole = "HTTP/1.1 200 OK\r\n\(fields)Content-Length: \(body.count)\r\n\r\n"
+            return [.send(Array(whole.utf8) + body), .closeWithFIN]
+        }
+
         /// A server whose resource changes between the two requests, same length, same
         /// validators (`fields`): the first answer drops after 80,000 bytes of version 1; a
         /// later request with a `Range` gets version 2's tail as a 206, one without gets version
@@ -37,15 +50,7 @@ extension AllTests {
                         let start = "HTTP/1.1 200 OK\r\n\(head)Content-Length: \(IfRangeValidators.length)\r\n\r\n"
                         return [.send(Array(start.utf8) + IfRangeValidators.version(1).prefix(80_000)), .closeWithFIN]
                     }
-                    let body = IfRangeValidators.version(2)
-                    if let range = request.field("Range"), range.hasPrefix("bytes=") {
-                        let from = Int(range.dropFirst(6).prefix { $0.isNumber }) ?? 0
-                        let tail = "HTTP/1.1 206 Partial Content\r\n\(head)Content-Range: bytes \(from)-\(body.count - 1)/\(body.count)\r\n"
-                            + "Content-Length: \(body.count - from)\r\n\r\n"
-                        return [.send(Array(tail.utf8) + body[from...]), .closeWithFIN]
-                    }
-                    let whole = "HTTP/1.1 200 OK\r\n\(head)Content-Length: \(body.count)\r\n\r\n"
-                    return [.send(Array(whole.utf8) + body), .closeWithFIN]
+                    return IfRangeValidators.answer(IfRangeValidators.version(2), range: request.field("Range"), fields: head)
                 })
             }
 
@@ -133,14 +138,11 @@ extension AllTests {
             let body = Self.version(1)
             let server = try FaultServer.startWithHeads({ request in
                 asked.withLock { $0.append(request.field("If-Range") ?? "-") }
-                guard let range = request.field("Range"), request.field("If-Range") == Self.secondBefore else {
+                guard request.field("If-Range") == Self.secondBefore else {
                     let start = "HTTP/1.1 200 OK\r\n\(head)Content-Length: \(body.count)\r\n\r\n"
                     return [.send(Array(start.utf8) + body.prefix(80_000)), .closeWithFIN]
                 }
-                let from = Int(range.dropFirst(6).prefix { $0.isNumber }) ?? 0
-                let tail = "HTTP/1.1 206 Partial Content\r\n\(head)Content-Range: bytes \(from)-\(body.count - 1)/\(body.count)\r\n"
-                    + "Content-Length: \(body.count - from)\r\n\r\n"
-                return [.send(Array(tail.utf8) + body[from...]), .closeWithFIN]
+                return Self.answer(body, range: request.field("Range"), fields: head)
             })
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/f")!))
             op.retryPolicy = RetryPolicy(maximumRetries: 1, initialDelay: 0.01)
@@ -163,14 +165,7 @@ extension AllTests {
                     let start = "HTTP/1.1 200 OK\r\nETag: \(tag)\r\nContent-Length: \(body.count)\r\n\r\n"
                     return [.send(Array(start.utf8) + body.prefix(80_000)), .closeWithFIN]
                 }
-                if let range = request.field("Range") {
-                    let from = Int(range.dropFirst(6).prefix { $0.isNumber }) ?? 0
-                    let tail = "HTTP/1.1 206 Partial Content\r\nETag: \(tag)\r\nContent-Range: bytes \(from)-\(body.count - 1)/\(body.count)\r\n"
-                        + "Content-Length: \(body.count - from)\r\n\r\n"
-                    return [.send(Array(tail.utf8) + body[from...]), .closeWithFIN]
-                }
-                let whole = "HTTP/1.1 200 OK\r\nETag: \(tag)\r\nContent-Length: \(body.count)\r\n\r\n"
-                return [.send(Array(whole.utf8) + body), .closeWithFIN]
+                return Self.answer(body, range: request.field("Range"), fields: "ETag: \(tag)\r\n")
             })
             let file = temporaryFile()
             defer { removeDownload(file) }

@@ -57,11 +57,7 @@ extension AllTests {
         /// the rest cannot reach the server as a second request.
         @Test func aStreamIsNeverSentPastItsDeclaredLength() async throws {
             let seen = LineLog()
-            let server = try FaultServer.startWithHeads({ request in
-                seen.append("\(request.method) \(request.path)")
-                return [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)), .readNextRequest,
-                        .run { seen.append("a second request") }, .closeWithFIN]
-            })
+            let server = try Self.keepAliveServer(seen)
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/submit")!)
             request.httpMethod = "POST"
             request.httpBodyStream = InputStream(data: Data("XGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
@@ -69,6 +65,16 @@ extension AllTests {
             _ = try await run(HTTPRequestOperation(request: request))
             try await Task.sleep(for: .milliseconds(200))
             #expect(seen.all == ["POST /submit"], "the server saw \(seen.all)")
+        }
+
+        /// A server that answers the first request on a connection and records it, then records
+        /// a second request if one arrives on the same connection.
+        static func keepAliveServer(_ seen: LineLog) throws -> FaultServer {
+            try FaultServer.startWithHeads({ request in
+                seen.append("\(request.method) \(request.path)")
+                return [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)), .readNextRequest,
+                        .run { seen.append("a second request") }, .closeWithFIN]
+            })
         }
 
         @Test func theDefaultPortMayBeLeftOutOfHost() {
@@ -83,11 +89,7 @@ extension AllTests {
         /// `GET /smuggled` as a second request. Now nothing reaches it, through either door.
         @Test func aSmuggledRequestNeverReachesTheServer() async throws {
             let seen = LineLog()
-            let server = try FaultServer.startWithHeads({ request in
-                seen.append("\(request.method) \(request.path)")
-                return [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)), .readNextRequest,
-                        .run { seen.append("a second request") }, .closeWithFIN]
-            })
+            let server = try Self.keepAliveServer(seen)
             let smuggled = Data("GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/submit")!)
             request.httpMethod = "POST"
