@@ -130,6 +130,47 @@ extension AllTests {
             #expect(asked.all == ["bytes=100-", "bytes=600-"])
         }
 
+        /// From reading (issue 38), confirmed: the 200 made up when a 416 says the bytes held are
+        /// the whole resource had no `Content-Type`, so a JSON serializer refused a complete
+        /// body. It now has the type of the answer that began the bytes.
+        @Test func aDownloadFoundCompleteKeepsItsContentType() async throws {
+            let json = Array(#"{"a":1}"#.utf8)
+            let server = try FaultServer.startWithHeads({ request in
+                guard request.field("Range") == nil else {
+                    let done = "HTTP/1.1 416 Range Not Satisfiable\r\nETag: \"j\"\r\nContent-Range: bytes */\(json.count)\r\n"
+                        + "Content-Length: 0\r\n\r\n"
+                    return [.send(Array(done.utf8)), .closeWithFIN]
+                }
+                // Every byte of a chunked body, then a reset before its last chunk.
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nETag: \"j\"\r\nTransfer-Encoding: chunked\r\n\r\n"
+                return [.send(Array(head.utf8) + Array("\(String(json.count, radix: 16))\r\n".utf8) + json + Array("\r\n".utf8)),
+                        .wait(.milliseconds(50)), .closeWithRST]
+            })
+            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/j")!))
+            op.responseSerializer = JSONResponseSerializer()
+            op.retryPolicy = RetryPolicy(maximumRetries: 1, initialDelay: 0.01)
+            let outcome = try await run(op)
+            #expect(outcome.error == nil, "\(String(describing: outcome.error))")
+            #expect(op.response?.statusCode == 200)
+            #expect(op.response?.value(forHTTPHeaderField: "Content-Type") == "application/json")
+        }
+
+        /// From reading (issue 38), confirmed: after a resume in memory, `response` was the 206
+        /// of the tail while `responseData` was the whole body. The response is now the answer
+        /// that began the body, whose status and length describe it.
+        @Test func aResumedBodyHasOneCoherentResponse() async throws {
+            var options = ResumableOptions()
+            options.dropAfter = 100_000
+            let op = HTTPRequestOperation(request: URLRequest(url: testServer.url(.resumable(size: 300_000, options: options))))
+            op.retryPolicy = RetryPolicy(maximumRetries: 1, initialDelay: 0.01)
+            #expect(try await run(op).error == nil)
+            #expect(op.downloadMetrics.automaticResumes == 1)
+            #expect(op.responseData?.count == 300_000)
+            #expect(op.response?.statusCode == 200)
+            #expect(op.response?.value(forHTTPHeaderField: "Content-Length") == "300000")
+            #expect(op.response?.value(forHTTPHeaderField: "Content-Range") == nil)
+        }
+
         /// A strong date (a second before the `Date`, no ETag) still continues: `If-Range`
         /// carries it, and the server that honours it answers with the rest of version 1.
         @Test func aStrongDateStillContinues() async throws {

@@ -110,10 +110,15 @@ extension Connection {
         }
     }
 
-    /// The response for a download a 416 found already complete: a 200 for the bytes held.
+    /// The response for a download a 416 found already complete: a 200 for the bytes held,
+    /// with the `Content-Type` of the answer that began them when this operation saw it (a
+    /// serializer judges the body by it).
     func completedResponse() -> HTTPURLResponse {
         let (held, validator) = withMachine { ($0.held, $0.validator) }
         var fields = ["Content-Length": "\(held)"]
+        if let type = operation.state.withLock({ $0.responseHead?.0.value(of: "Content-Type") }) {
+            fields["Content-Type"] = type
+        }
         switch validator {
         case .entityTag(let tag)?: fields["ETag"] = tag
         case .lastModified(let date)?: fields["Last-Modified"] = date

@@ -362,10 +362,10 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
                 // Saved now, so that a process killed mid-body can still resume with the validator.
                 publishResumeData(saving: true)
             }
-            // The HTTPURLResponse is built later, when someone asks, off this thread. Where
-            // every status is an answer, the response is the head that began the body, not
-            // the 206 of a continuation after a drop.
-            if rangeFrom == nil || !everyStatusIsAnAnswer || !headDelivered {
+            // The HTTPURLResponse is built later, when someone asks, off this thread. The
+            // response is the head that began the body, not the 206 of a continuation after a
+            // pause or a drop: its status and length describe the whole body the caller gets.
+            if rangeFrom == nil || !headDelivered {
                 operation.setResponseHead(head, url: request.url!)
             }
             headDelivered = true
