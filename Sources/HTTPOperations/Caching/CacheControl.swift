@@ -71,8 +71,14 @@ struct CacheControl: Equatable, Sendable {
         let name: String
         let value: String?
         if let equals = directive.firstIndex(of: "=") {
-            name = directive[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-            value = Self.unquote(directive[directive.index(after: equals)...].trimmingCharacters(in: .whitespaces))
+            // `token "=" ( token / quoted-string )` (§5.2): no space around the "=".
+            // `max-age= 3600` is no valid directive; the name still is read, so that an
+            // invalid max-age makes the response stale as §1.2.2 asks.
+            let rawName = directive[..<equals], rawValue = directive[directive.index(after: equals)...]
+            name = rawName.trimmingCharacters(in: .whitespaces).lowercased()
+            let spaced = rawName.last.map { $0 == " " || $0 == "\t" } ?? false
+                || rawValue.first.map { $0 == " " || $0 == "\t" } ?? false
+            value = spaced ? nil : Self.unquote(String(rawValue))
         } else {
             name = directive.lowercased()
             value = nil

@@ -18,9 +18,10 @@ extension CachedResponse {
         HeaderFieldList.firstValue(named: "Date", in: fieldList).flatMap(HTTPDate.parse) ?? responseTime
     }
 
-    /// The `Age` field in seconds (§5.1), 0 when absent or not delta-seconds.
+    /// The `Age` field in seconds (§5.1), 0 when absent or not delta-seconds. A list
+    /// (`Age: 7200, 0`, or two fields) is read by its first member, as §5.1 asks.
     var ageValue: TimeInterval {
-        HeaderFieldList.firstValue(named: "Age", in: fieldList)
+        HeaderFieldList.listElements(named: "Age", in: fieldList).first
             .flatMap(CacheControl.deltaSeconds)
             .map(TimeInterval.init) ?? 0
     }

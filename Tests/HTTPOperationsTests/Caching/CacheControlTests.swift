@@ -43,6 +43,10 @@ extension AllTests {
             ("max-age=, max-age=4", 0),
             ("max-age=1.5, max-age = 2", 0),
             ("max-age=99999999999999999999", 2_147_483_648),
+            // §5.2: no space around "=" (issue 38: both were read as 3600).
+            ("max-age= 3600", 0),
+            ("max-age =3600", 0),
+            ("max-age=\t3600", 0),
         ])
         func theFirstMaxAgeDecides(value: String, expected: Int) {
             #expect(CacheControl(fields: [("Cache-Control", value)]).maxAge == expected)

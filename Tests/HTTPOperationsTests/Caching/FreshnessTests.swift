@@ -75,6 +75,11 @@ extension AllTests {
                   requestTime: 0, responseTime: 4, now: 10, expected: 40),
             .init(testDescription: "invalid Age ignored", fields: [("Date", cacheHTTPDate(0)), ("Age", "-5")],
                   requestTime: 0, responseTime: 0, now: 7, expected: 7),
+            // §5.1: a list is read by its first member (issue 38: `7200, 0` was read as 0).
+            .init(testDescription: "Age list", fields: [("Date", cacheHTTPDate(0)), ("Age", "7200, 0")],
+                  requestTime: 0, responseTime: 0, now: 7, expected: 7_207),
+            .init(testDescription: "two Age fields", fields: [("Date", cacheHTTPDate(0)), ("Age", "7200"), ("Age", "0")],
+                  requestTime: 0, responseTime: 0, now: 7, expected: 7_207),
         ]
 
         @Test(arguments: ageCases)
