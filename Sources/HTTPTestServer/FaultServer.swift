@@ -20,6 +20,13 @@ public enum FaultStep: Sendable {
     /// Reads the next request head on the same connection (a client that reused it) and goes
     /// on; closes when the peer closes first. Its body, if any, is left unread.
     case readNextRequest
+    /// Reads the next request on the same connection, its `Content-Length` body included,
+    /// and goes on with the steps `script` gives for it: a kept-alive connection scripted
+    /// request by request. Closes when the peer closes first.
+    case answerNextRequest(@Sendable (FaultRequest) -> [FaultStep])
+    /// Reads and drops the `Content-Length` body of the connection's first request (the
+    /// requests ``answerNextRequest(_:)`` reads come with theirs read).
+    case discardFirstRequestBody
     /// Closes the connection normally (FIN).
     case closeWithFIN
     /// Closes the connection with a reset (RST): `SO_LINGER` zero, then close.
@@ -107,7 +114,8 @@ public final class FaultServer: Sendable {
         var open = true
         defer { if open { close(connection) } }
         guard let request = readRequest(connection) else { return }
-        for step in script(request) {
+        var steps = script(request)[...]
+        while let step = steps.popFirst() {
             switch step {
             case .send(let bytes):
                 guard write(bytes, to: connection) else { return }
@@ -129,6 +137,11 @@ public final class FaultServer: Sendable {
                 return
             case .readNextRequest:
                 guard readRequest(connection) != nil else { return }
+            case .discardFirstRequestBody:
+                guard readBody(of: request, from: connection) else { return }
+            case .answerNextRequest(let next):
+                guard let request = readRequest(connection), readBody(of: request, from: connection) else { return }
+                steps = next(request)[...]
             case .closeWithFIN:
                 return
             case .closeWithRST:
@@ -173,6 +186,19 @@ public final class FaultServer: Sendable {
             fields[line[..<colon].lowercased(), default: ""] += line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         return FaultRequest(method: String(parts[0]), path: String(parts[1]), fields: fields)
+    }
+
+    /// Reads and drops the `Content-Length` bytes of `request`'s body; false when the peer
+    /// went first.
+    private func readBody(of request: FaultRequest, from connection: Int32) -> Bool {
+        var left = request.field("Content-Length").flatMap { Int($0) } ?? 0
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while left > 0 {
+            let count = recv(connection, &buffer, min(left, buffer.count), 0)
+            guard count > 0 else { return false }
+            left -= count
+        }
+        return true
     }
 
     /// Writes all of `bytes`; false once the peer has gone.
