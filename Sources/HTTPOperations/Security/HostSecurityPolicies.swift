@@ -6,7 +6,7 @@ import Foundation
 public struct HostSecurityPolicies: Sendable, Hashable {
     /// The policy of every host not listed in ``byHost``. Default ``SecurityPolicy/default``.
     public var fallback: SecurityPolicy
-    /// Policies by host, as libcurl connects to it (``HostName``): case-insensitively, without
+    /// Policies by host, as libcurl connects to it: case-insensitively, without
     /// a trailing dot (`pinned.example.com.` is `pinned.example.com`, as DNS has it), and an
     /// IP address in any spelling as the address (`127.1`, `2130706433` and `0x7f000001` are
     /// `127.0.0.1`). Default empty.
