@@ -4,12 +4,9 @@ import Foundation
 extension HTTPCachePolicy {
     /// Fields of a 304 that never replace the stored ones: the stored body was framed
     /// and decoded according to these (§4.3.4 excludes Content-Length and lets a cache
-    /// keep fields its stored content depends on), plus the connection-specific fields
-    /// §3.1 excludes from storage.
-    static let fieldsKeptOnUpdate: Set<String> = [
-        "content-length", "content-encoding", "transfer-encoding", "content-range",
-        "connection", "keep-alive", "proxy-connection", "te", "upgrade",
-    ]
+    /// keep fields its stored content depends on). The fields §3.1 excludes from storage
+    /// are dropped before (``storableFields(_:)``).
+    static let fieldsKeptOnUpdate: Set<String> = ["content-length", "content-encoding", "content-range"]
 
     /// Fields a cache does not store (§3.1): those about the connection the response came
     /// on (MUST NOT), and the proxy's authentication fields (SHOULD NOT: they are another
@@ -32,7 +29,7 @@ extension HTTPCachePolicy {
     /// Updates a stored response with the header fields of a 304 (§4.3.4).
     ///
     /// Each field name present in the 304 replaces all stored lines of that name,
-    /// except `fieldsKeptOnUpdate` and the fields the 304's `Connection` names. Stored
+    /// except `fieldsKeptOnUpdate` and those never stored (``storableFields(_:)``). Stored
     /// fields that are not replaced keep their order; the new lines follow them in
     /// received order. Status, body and Vary context stay; the times become the new
     /// exchange's, so the age is computed from the validation (§4.2.3).

@@ -141,7 +141,7 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             maximumRedirects: configuration.maximumRedirects,
             answersChallenges: configuration.challengeBlock != nil,
             retryPolicy: configuration.download.retryPolicy,
-            isIdempotent: RetryPolicy.idempotentMethods.contains(method),
+            isIdempotent: TransferRequest.idempotentMethods.contains(method),
             maximumBodySize: inMemory ? configuration.download.maximumBodySize : nil,
             canRestart: configuration.download.destination != nil || outputStream == nil,
             sendsOwnRange: sendsOwnRange,

@@ -95,9 +95,6 @@ public struct RetryPolicy: Sendable, Equatable {
         if let seconds = HTTPDecimal.parse(text) { return TimeInterval(seconds) }
         return HTTPDate.parse(text).map { max(0, $0.timeIntervalSince(now)) }
     }
-
-    /// Methods that may be sent again without changing anything on the server (RFC 9110 §9.2.2).
-    static var idempotentMethods: Set<String> { TransferRequest.idempotentMethods }
 }
 
 /// How a download got its bytes: what pausing, drops and servers made it do again.
