@@ -58,6 +58,12 @@ static inline CURLcode ccurl_easy_setopt_trailer_callback(CURL *handle, curl_tra
     return curl_easy_setopt(handle, CURLOPT_TRAILERFUNCTION, value);
 }
 
+/// CURLOPT_DEBUGFUNCTION: sees the raw bytes of a response body (CURLINFO_DATA_IN) when
+/// CURLOPT_VERBOSE is on.
+static inline CURLcode ccurl_easy_setopt_debug_callback(CURL *handle, curl_debug_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_DEBUGFUNCTION, value);
+}
+
 static inline CURLcode ccurl_easy_setopt_prereq_callback(CURL *handle, curl_prereq_callback value) {
     return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, value);
 }

@@ -13,17 +13,31 @@ import NIOHTTP1
 /// - `/duplex/speak/N`: says `say 1\n`, and says the next line only once the request body
 ///   answered the last one with its number (`1\n`); after `N` answers it says `done\n`. A wrong
 ///   answer gets `wrong: …\n` and the end. The client can only finish by reading as it writes.
+/// - `/duplex/letters/N`: the conformance suite's speak-interleave server. Says `A`, and says
+///   the next `A` only once the request body gave one back; after `N` it ends its response
+///   while the request body is still open (the suite's client ends its body only once the
+///   response has ended). `?length=1` declares `Content-Length: N` instead of chunked;
+///   `?trailers=1` ends a chunked response with `X-Letters: N`; `?tail=BYTES` sends that many
+///   `B`s after the last `A` came back, before the end. A byte other than `A` gets `?` and the
+///   end.
 ///
 /// Lives on its channel's event loop, driven by ``RequestRouter``.
 final class DuplexExchange {
     private enum Mode {
         case echo
         case speak(rounds: Int, said: Int)
+        case letters(rounds: Int, heard: Int)
     }
 
     private var mode: Mode
     /// Milliseconds to stop reading after answering the head (`?hold=`), or 0.
     private let hold: Int64
+    /// `/duplex/letters`: its response declares its length (`?length=1`), or ends with a
+    /// trailer field (`?trailers=1`).
+    private let declaresLength: Bool
+    private let sendsTrailers: Bool
+    /// `/duplex/letters`: bytes sent after the last letter came back (`?tail=`).
+    private let tail: Int
     /// Request bytes not yet ending in a newline (speak).
     private var pending = ""
     private var ended = false
@@ -33,19 +47,29 @@ final class DuplexExchange {
         let components = URLComponents(string: head.uri)
         let parts = (components?.path ?? head.uri).split(separator: "/").map(String.init)
         guard parts.first == "duplex" else { return nil }
-        hold = (components?.queryItems?.first { $0.name == "hold" }?.value).flatMap(Int64.init) ?? 0
+        let query = { (name: String) in components?.queryItems?.first { $0.name == name }?.value }
+        hold = query("hold").flatMap(Int64.init) ?? 0
+        declaresLength = query("length") == "1"
+        sendsTrailers = query("trailers") == "1"
+        tail = query("tail").flatMap(Int.init) ?? 0
         switch (parts.count > 1 ? parts[1] : "", parts.count > 2 ? Int(parts[2]) : nil) {
         case ("echo", _): mode = .echo
         case ("speak", let rounds?): mode = .speak(rounds: rounds, said: 0)
+        case ("letters", let rounds?) where rounds > 0: mode = .letters(rounds: rounds, heard: 0)
         default: return nil
         }
     }
 
     /// The request head arrived: answer at once.
     func start(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, router: RequestRouter) {
-        router.writeHead(context, head, status: 200,
-                         headers: HTTPHeaders([("Content-Type", "application/octet-stream"), ("Transfer-Encoding", "chunked")]))
-        if case .speak = mode { sayNext(context, router: router) } else { context.flush() }
+        var framing = ("Transfer-Encoding", "chunked")
+        if case .letters(let rounds, _) = mode, declaresLength { framing = ("Content-Length", "\(rounds + tail)") }
+        router.writeHead(context, head, status: 200, headers: HTTPHeaders([("Content-Type", "application/octet-stream"), framing]))
+        switch mode {
+        case .speak: sayNext(context, router: router)
+        case .letters: send(ByteBuffer(string: "A"), context, router: router)
+        case .echo: context.flush()
+        }
         if hold > 0 { holdReading(context) }
     }
 
@@ -80,6 +104,21 @@ final class DuplexExchange {
                     return end(context, router: router, trailers: nil)
                 }
                 sayNext(context, router: router)
+            }
+        case .letters(let rounds, var heard):
+            for byte in buffer.readableBytesView {
+                guard byte == UInt8(ascii: "A") else {
+                    send(ByteBuffer(string: "?"), context, router: router)
+                    return end(context, router: router, trailers: nil)
+                }
+                heard += 1
+                mode = .letters(rounds: rounds, heard: heard)
+                if heard == rounds {
+                    if tail > 0 { send(ByteBuffer(repeating: UInt8(ascii: "B"), count: tail), context, router: router) }
+                    let trailers = sendsTrailers && !declaresLength ? HTTPHeaders([("X-Letters", "\(rounds)")]) : nil
+                    return end(context, router: router, trailers: trailers)
+                }
+                send(ByteBuffer(string: "A"), context, router: router)
             }
         }
     }

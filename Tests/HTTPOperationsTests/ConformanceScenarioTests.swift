@@ -368,10 +368,22 @@ extension AllTests {
             #expect(chunks == 1000)
         }
 
-        /// The other way round: the server speaks first, and says its next line only once the
-        /// request body answered the last one. Neither side can finish without the other
-        /// reading as it writes.
+        /// The other way round, as the suite words it: the server says `A`, the client writes
+        /// back each chunk it reads, 1,000 times, then the server ends its chunked response;
+        /// the client ends its request body only once the response body has ended. Every chunk
+        /// is one `A`, and the outcome arrives (the response's end reaches the caller while the
+        /// request body is still open: `ResponseEndsFirst`).
         @Test func speakInterleave() async throws {
+            let outcome = try #require(try await ResponseEndsFirst.speakBack("/duplex/letters/1000", on: .direct),
+                                       "no end of the response and no outcome: the exchange stood still")
+            let heard = try outcome.get()
+            #expect(heard.chunks.count == 1000)
+            #expect(heard.chunks.allSatisfy { $0 == Data("A".utf8) }, "\(heard.chunks.prefix(3).map { Array($0) })")
+        }
+
+        /// The server speaks numbered lines and says its next only once the request body
+        /// answered the last one, then says `done`: the order is checked too.
+        @Test func speakNumberedLines() async throws {
             let (lines, answers) = AsyncStream.makeStream(of: String.self)
             let body = HTTPRequestBody.restartable { writer in
                 for await answer in lines { try await writer.write(Data((answer + "\n").utf8)) }

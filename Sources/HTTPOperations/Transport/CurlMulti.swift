@@ -72,6 +72,9 @@ final class CurlMulti {
     private var mostTransfers = 0
     /// True while we are inside a curl_multi call; curl forbids adding or removing handles then.
     private var insideCurl = false
+    /// Transfers whose response is complete while their request body is still open, to end
+    /// once out of curl (see `CurlTransfer+ResponseEnd.swift`).
+    private var endedFirst: [CurlTransfer] = []
 
     /// A date far enough away to mean "never" without overflowing CF's arithmetic.
     private static let never: CFAbsoluteTime = CFAbsoluteTimeGetCurrent() + 1e9
@@ -145,6 +148,9 @@ final class CurlMulti {
         let (easy, primed) = easyHandles.take(plain: transfer.isPlain)
         transfer.origin = HTTP1Origins.Origin(transfer.request.url, route: transfer.request.route)
         transfer.attach(to: easy, primed: primed, waitsForMultiplexing: http1Origins.shouldWaitForMultiplexing(transfer.origin))
+        if transfer.watchesResponseEnd {
+            transfer.onResponseEndedFirst = { [unowned self] in self.endedFirst.append($0) }
+        }
         active[easy] = transfer
         keepConnectionsFor(active.count)
         let code = curl_multi_add_handle(handle, easy)
@@ -169,9 +175,12 @@ final class CurlMulti {
     func unpause(_ transfer: CurlTransfer) {
         precondition(!insideCurl, "curl forbids unpausing from inside its callbacks")
         guard let easy = transfer.easy, active[easy] === transfer else { return }
+        // curl hands over what it held before curl_easy_pause returns, or is paused again.
+        transfer.holdsReceivedBody = false
         insideCurl = true
         curl_easy_pause(easy, ccurl_pause_cont)
         insideCurl = false
+        if !endedFirst.isEmpty { callbacks.collect(endTransfersWhoseResponseEnded) }
         // curl_easy_pause does not call the timer callback on this libcurl: ask for a pass now,
         // so curl reads the socket it stopped watching.
         perform(schedule.runSoon())
@@ -206,7 +215,9 @@ final class CurlMulti {
 
     private func recycleHandle(of transfer: CurlTransfer) {
         guard let easy = transfer.detach() else { return }
-        if transfer.sendsTrailers || transfer.refusedRewind || transfer.refusedResend {
+        // A transfer ended after its response, its request body open, was taken off curl
+        // mid-send: its handle is not trusted with the next one.
+        if transfer.sendsTrailers || transfer.refusedRewind || transfer.refusedResend || transfer.responseEndedFirst {
             curl_easy_cleanup(easy)
         } else {
             easyHandles.recycle(easy, plain: transfer.isPlain && !transfer.pausedReceiving)
@@ -381,7 +392,30 @@ final class CurlMulti {
     // MARK: - Completion
 
     private func deliverCompletions() {
-        callbacks.collect(readCompletions)
+        callbacks.collect {
+            readCompletions()
+            if !endedFirst.isEmpty { endTransfersWhoseResponseEnded() }
+        }
+    }
+
+    /// Completes, as successes, the transfers whose response is complete while their request
+    /// body is still open (curl would wait for the body for ever), and takes them off curl,
+    /// which closes their connection. One whose received bytes curl still holds waits for its
+    /// unpause; one that curl completed itself meanwhile was completed by ``readCompletions()``.
+    private func endTransfersWhoseResponseEnded() {
+        let candidates = endedFirst
+        endedFirst.removeAll()
+        for transfer in candidates {
+            guard let easy = transfer.easy, active[easy] === transfer, !transfer.readEndOfBody else { continue }
+            guard transfer.shouldEndAfterResponse else {
+                endedFirst.append(transfer)
+                continue
+            }
+            active[easy] = nil
+            curl_multi_remove_handle(handle, easy)
+            transfer.complete(with: CURLE_OK, message: nil)
+            recycleHandle(of: transfer)
+        }
     }
 
     private func readCompletions() {

@@ -99,7 +99,17 @@ final class CurlTransfer {
 
     /// curl read the end of a streamed body: the whole body went out. Not so when the server
     /// answered before the body ended (curl stops sending then, and asks for no trailers).
-    private var readEndOfBody = false
+    private(set) var readEndOfBody = false
+
+    /// Where the response body ends, for a streamed body (see `CurlTransfer+ResponseEnd.swift`).
+    var endWatch: ResponseEndWatch?
+    var watchesResponseEnd = false
+    /// The response is complete and the request body is still open: ``CurlMulti`` ends the
+    /// transfer (`responseEndedFirst`), told through `onResponseEndedFirst`.
+    var responseEndedFirst = false
+    var onResponseEndedFirst: ((CurlTransfer) -> Void)?
+    /// curl holds body bytes this transfer's delegate answered `.later` for, until unpaused.
+    var holdsReceivedBody = false
 
     /// The whole body went out over HTTP/2 or 3 with trailer fields, and curl never asked for
     /// them: libcurl (8.14.1 too) sends request trailers only after a chunked HTTP/1.1 body,
@@ -371,6 +381,7 @@ final class CurlTransfer {
             ccurl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, userData)
             if case .stream(let stream, _) = request.body {
                 bodyReader = makeBodyReader(for: stream)
+                watchResponseEnd(userData: userData)
                 // A written body may give trailer fields when its closure returns.
                 if length == -1, request.requestTrailers != nil || stream is StreamedRequestBody {
                     // Chunked: curl asks for the trailer section after the last chunk.
@@ -458,7 +469,9 @@ final class CurlTransfer {
             return line.count
         }
         // Any other count than the line's aborts the transfer (CURLE_WRITE_ERROR).
-        return delegate.transfer(self, didReceive: head) ? line.count : 0
+        guard delegate.transfer(self, didReceive: head) else { return 0 }
+        if watchesResponseEnd { watchBody(of: head) }
+        return line.count
     }
 
     private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
@@ -467,6 +480,7 @@ final class CurlTransfer {
         case .taken: return bytes.count
         case .later:
             pausedReceiving = true
+            holdsReceivedBody = true
             return Int(ccurl_writefunc_pause)
         case .abort: return 0
         }

@@ -21,4 +21,10 @@ enum LibcurlBehaviour {
     /// (`CURLOPT_PIPEWAIT`) only when another transfer completes, not when the TLS handshake
     /// says `http/1.1` as 7.88.1 did (HTTP1Origins).
     static var holdsWaitingRequestsUntilATransferCompletes: Bool { Libcurl.versionNumber >= eight }
+
+    /// libcurl 7.88.1 keeps an HTTP/2 request's body open after the stream's response ended,
+    /// and ends the transfer only with the body: a duplex exchange whose body waits for the
+    /// response's end stands still. 8.14.1 stops sending then (it does for any multiplexed
+    /// stream), as both do on HTTP/1.1 for a response that closes its connection.
+    static var keepsSendingAfterAnHTTP2ResponseEnded: Bool { Libcurl.versionNumber < eight }
 }
