@@ -143,6 +143,14 @@ public struct AdversarialStep: Sendable, Codable, CustomStringConvertible {
         case unsatisfiable416
         /// This status (4xx, 5xx) with a short text body.
         case status(Int)
+        /// The range asked, honestly, with an unknown complete length: `bytes a-b/*`.
+        case unknownTotal206
+        /// The bytes asked, under `Content-Range: bytes <first>-9223372036854775807/*`: a last
+        /// byte no arithmetic may add one to.
+        case extreme206
+        /// A redirect with this status (301, 302, 307, 308) to the same resource by another
+        /// path (`?hop=`).
+        case redirect(Int)
 
         public var description: String {
             switch self {
@@ -155,6 +163,9 @@ public struct AdversarialStep: Sendable, Codable, CustomStringConvertible {
             case .overlong206(let f): "overlong 206 (\(String(format: "%.2f", f)))"
             case .unsatisfiable416: "416"
             case .status(let code): "status \(code)"
+            case .unknownTotal206: "206 of unknown total (/*)"
+            case .extreme206: "206 to byte Int64.max"
+            case .redirect(let code): "redirect \(code)"
             }
         }
     }
@@ -187,6 +198,16 @@ public struct AdversarialStep: Sendable, Codable, CustomStringConvertible {
     public var chunkSize: Int
     /// … with this pause before each chunk after the first.
     public var chunkDelayMicroseconds: Int
+    /// The body goes out chunked (`Transfer-Encoding: chunked`, one chunk per write), not
+    /// with a `Content-Length`.
+    public var chunked = false
+    /// A whole answer (200) is gzipped when the request accepts gzip, and its strong `ETag`
+    /// sent weak, as nginx's gzip filter does (`Vary: Accept-Encoding`).
+    public var gzip = false
+    /// This answer's strong `ETag` is sent weak (`W/`), as a transforming proxy may.
+    public var weakensEntityTag = false
+    /// A 416 carries the version's `ETag` and `Last-Modified`.
+    public var validatorsOn416 = false
 
     public init(change: Change? = nil, ignoresIfRange: Bool = false, answer: Answer = .correct, drop: Drop? = nil,
                 chunkSize: Int = 16 << 10, chunkDelayMicroseconds: Int = 0) {
@@ -203,6 +224,10 @@ public struct AdversarialStep: Sendable, Codable, CustomStringConvertible {
         if let change { parts.append(change.description) }
         if ignoresIfRange { parts.append("ignores If-Range") }
         parts.append(answer.description)
+        if chunked { parts.append("chunked") }
+        if gzip { parts.append("gzip") }
+        if weakensEntityTag { parts.append("ETag sent weak") }
+        if validatorsOn416 { parts.append("validators on 416") }
         if let drop { parts.append("drop: \(drop)") }
         return parts.joined(separator: "; ")
     }

@@ -12,8 +12,11 @@ import Glibc
 /// (with or without a new `ETag`, `Last-Modified` or length), ignore `If-Range`, answer a
 /// `Range` with a short, overlapping or late-starting `206`, a `206` without
 /// `Content-Range`, a `200`, a `416` or a 4xx/5xx, and close the connection with a FIN or a
-/// reset before the head or at any byte of the body. Every answer closes the connection
-/// (`Connection: close`).
+/// reset before the head or at any byte of the body. Answers may also be chunked, gzipped
+/// (whole answers only, their strong `ETag` sent weak, as nginx's gzip filter does), carry a
+/// strong `ETag` weakened, name an unknown (`/*`) or absurd (`…-9223372036854775807/*`)
+/// range, put validators on a 416, or redirect to the same resource by another path. Every
+/// answer closes the connection (`Connection: close`).
 ///
 /// What it never does is lie in a way no client could see: the bytes of a `206` are the ones
 /// its `Content-Range` names, and a version with new bytes differs from every earlier
@@ -142,6 +145,7 @@ public final class AdversarialResumeServer: Sendable {
         var range: (first: Int, last: Int?)?
         var rawRange: String?
         var ifRange: String?
+        var acceptsGzip = false
     }
 
     /// What to write: a head, a body, and where to stop.
@@ -152,6 +156,7 @@ public final class AdversarialResumeServer: Sendable {
         var drop: AdversarialStep.Drop?
         var chunkSize: Int
         var chunkDelayMicroseconds: Int
+        var chunked = false
     }
 
     private func serve(_ connection: Int32) {
@@ -165,18 +170,24 @@ public final class AdversarialResumeServer: Sendable {
         }
         var head = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
-        head += "Content-Length: \(response.body.count)\r\nConnection: close\r\n\r\n"
+        let sendsBody = request.method != "HEAD"
+        head += response.chunked && sendsBody ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(response.body.count)\r\n"
+        head += "Connection: close\r\n\r\n"
         guard write(Array(head.utf8), to: connection) else { return }
-        let body = response.body
+        // What goes on the wire: chunked, one chunk per write; a drop cuts it anywhere, the
+        // framing included.
+        let body = response.chunked && sendsBody ? Self.chunkedFraming(response.body, chunkSize: response.chunkSize) : response.body
         var cut = body.count
         if let drop = response.drop {
             cut = min(body.count, max(0, Int(drop.bodyFraction * Double(body.count))))
         }
         var offset = 0
-        if request.method != "HEAD" {
+        if sendsBody {
+            // A chunk's framing goes with its data in one write.
+            let writeSize = response.chunked ? response.chunkSize + 16 : response.chunkSize
             while offset < cut {
                 if offset > 0, response.chunkDelayMicroseconds > 0 { usleep(UInt32(response.chunkDelayMicroseconds)) }
-                let end = min(cut, offset + response.chunkSize)
+                let end = min(cut, offset + writeSize)
                 guard write(Array(body[offset..<end]), to: connection) else { return }
                 offset = end
             }
@@ -188,6 +199,18 @@ public final class AdversarialResumeServer: Sendable {
         // Closes with a FIN once the client has read the answer: wait for its close (or a
         // second), so that a reset of unread bytes never cuts a complete answer short.
         Self.shutdownAndDrain(connection)
+    }
+
+    /// `body` as chunked transfer coding, `chunkSize` bytes of data per chunk, then the last chunk.
+    static func chunkedFraming(_ body: [UInt8], chunkSize: Int) -> [UInt8] {
+        var wire: [UInt8] = []
+        var offset = 0
+        while offset < body.count {
+            let end = min(body.count, offset + chunkSize)
+            wire += Array((String(end - offset, radix: 16) + "\r\n").utf8) + body[offset..<end] + [13, 10]
+            offset = end
+        }
+        return wire + Array("0\r\n\r\n".utf8)
     }
 
     /// Closes `connection` with a reset or a FIN; true when it was closed.
@@ -269,6 +292,8 @@ public final class AdversarialResumeServer: Sendable {
                 request.range = Self.parseRange(value)
             case "if-range":
                 request.ifRange = value
+            case "accept-encoding":
+                request.acceptsGzip = value.lowercased().contains("gzip")
             default:
                 break
             }
@@ -300,6 +325,10 @@ public final class AdversarialResumeServer: Sendable {
         switch status {
         case 200: "OK"
         case 206: "Partial Content"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 307: "Temporary Redirect"
+        case 308: "Permanent Redirect"
         case 400: "Bad Request"
         case 403: "Forbidden"
         case 404: "Not Found"
@@ -344,9 +373,16 @@ struct ResourceState: Sendable {
     var log: [String] = []
     /// See ``AdversarialResumeServer/settle(_:)``.
     var settled = false
+    /// Some answers hide the complete length (chunked, or gzipped: the `Content-Length` is
+    /// the encoded one). Then the length cannot be what tells a new version from an earlier
+    /// one with the same validators: a version whose length is its only mark, after a chunked
+    /// answer for the earlier one, is a change no client can see.
+    let lengthMayBeHidden: Bool
 
     init(_ resource: AdversarialResource) {
         self.resource = resource
+        lengthMayBeHidden = (resource.entityTag != .none || resource.sendsLastModified)
+            && (resource.script + resource.rangeScript).contains { $0.chunked || $0.gzip }
         let first = AdversarialVersion(contentKey: AdversarialVersion.mix(resource.contentSeed), length: max(0, resource.length),
                                        entityTag: Self.entityTag(resource, 0), lastModified: Self.date(resource, 0))
         versions = [first]
@@ -369,7 +405,7 @@ struct ResourceState: Sendable {
 
     /// What a client can see of a version on a 206.
     private func identity(_ version: AdversarialVersion) -> String {
-        "\(version.entityTag ?? "")|\(version.lastModified ?? "")|\(version.length)"
+        "\(version.entityTag ?? "")|\(version.lastModified ?? "")" + (lengthMayBeHidden ? "" : "|\(version.length)")
     }
 
     /// Applies a change; returns what happened, for the log.
@@ -419,7 +455,7 @@ struct ResourceState: Sendable {
                 return "length back to \(grown.length): v\(same)"
             }
             // The same look with other bytes would be a lie no client can see.
-            guard !versions.contains(where: { identity($0) == identity(grown) }) else { return nil }
+            guard !versions.contains(where: { $0.contentKey != grown.contentKey && identity($0) == identity(grown) }) else { return nil }
             versions.append(grown)
             current = versions.count - 1
             return "length changed to \(grown.length): v\(current) (same bytes)"
@@ -462,16 +498,19 @@ struct ResourceState: Sendable {
         func whole() -> (Int, [(String, String)], [UInt8], String) {
             (200, headers + validators, version.content, "200 whole v\(current) (\(version.length) B)")
         }
-        func partial(_ first: Int, _ last: Int, contentRange: Bool = true) -> (Int, [(String, String)], [UInt8], String) {
+        func partial(_ first: Int, _ last: Int, contentRange: Bool = true, named: String? = nil) -> (Int, [(String, String)], [UInt8], String) {
             var extra = validators
-            if contentRange { extra.append(("Content-Range", "bytes \(first)-\(last)/\(version.length)")) }
+            let range = named ?? "bytes \(first)-\(last)/\(version.length)"
+            if contentRange { extra.append(("Content-Range", range)) }
             let body = AdversarialVersion.bytes(key: version.contentKey, offset: first, count: last - first + 1)
             return (206, headers + extra, body,
-                    "206 bytes \(first)-\(last)/\(version.length) of v\(current)" + (contentRange ? "" : " without Content-Range"))
+                    "206 \(range) of v\(current)" + (contentRange ? "" : " without Content-Range") + (named == nil ? "" : " (\(last - first + 1) B)"))
         }
         func unsatisfiable() -> (Int, [(String, String)], [UInt8], String) {
             headers.append(("Content-Range", "bytes */\(version.length)"))
-            return (416, headers, Array("range not satisfiable\n".utf8), "416 */\(version.length)")
+            let extra = step.validatorsOn416 ? validators : []
+            return (416, headers + extra, Array("range not satisfiable\n".utf8),
+                    "416 */\(version.length)" + (step.validatorsOn416 ? " with validators" : ""))
         }
 
         let matches: Bool = {
@@ -486,6 +525,9 @@ struct ResourceState: Sendable {
         switch step.answer {
         case .status(let code):
             decided = (code, [("Content-Type", "text/plain")], Array("status \(code) from the campaign\n".utf8), "\(code)")
+        case .redirect(let code):
+            decided = (code, [("Content-Type", "text/plain"), ("Location", "/r/\(resource.key)?hop=\(requests)")],
+                       Array("moved\n".utf8), "\(code) to ?hop=\(requests)")
         case .full200:
             decided = whole()
         default:
@@ -510,6 +552,10 @@ struct ResourceState: Sendable {
                                named.3 + ", then \(extra) B more than it names")
                 case .unsatisfiable416:
                     decided = unsatisfiable()
+                case .unknownTotal206:
+                    decided = partial(first, last, named: "bytes \(first)-\(last)/*")
+                case .extreme206:
+                    decided = partial(first, last, named: "bytes \(first)-9223372036854775807/*")
                 default:
                     kind = "correct"
                     decided = partial(first, last)
@@ -523,15 +569,36 @@ struct ResourceState: Sendable {
             }
         }
         counted.append((request.range == nil ? "no range: " : "range: ") + kind + (step.ignoresIfRange ? " (If-Range ignored)" : ""))
-        note += " → " + decided.3
+        var (status, fields, body, said) = decided
+        let wholeVersion = status == 200 && body.count == version.length
+        if step.gzip, wholeVersion, request.acceptsGzip, request.method != "HEAD" {
+            body = StoredGzip.encode(body)
+            fields += [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
+            said += ", gzipped"
+            counted.append("gzip")
+        }
+        if step.weakensEntityTag || (step.gzip && wholeVersion && request.acceptsGzip) {
+            fields = fields.map { name, value in
+                name == "ETag" && value.hasPrefix("\"") ? (name, "W/" + value) : (name, value)
+            }
+            if version.entityTag?.hasPrefix("\"") == true {
+                said += ", ETag sent weak"
+                counted.append("ETag sent weak")
+            }
+        }
+        if step.chunked, request.method != "HEAD" {
+            said += ", chunked"
+            counted.append("chunked")
+        }
+        note += " → " + said
         if let drop = step.drop {
             note += ", then \(drop)"
             counted.append("drop: " + (drop.reset ? "RST" : "FIN") + (drop.beforeHead ? " before head" : " in body"))
         }
         log.append(note)
-        let response = AdversarialResumeServer.Response(status: decided.0, headers: decided.1, body: decided.2, drop: step.drop,
+        let response = AdversarialResumeServer.Response(status: status, headers: fields, body: body, drop: step.drop,
                                                          chunkSize: step.chunkSize,
-                                                         chunkDelayMicroseconds: step.chunkDelayMicroseconds)
+                                                         chunkDelayMicroseconds: step.chunkDelayMicroseconds, chunked: step.chunked)
         return (response, counted)
     }
 }
@@ -556,6 +623,9 @@ extension AdversarialStep.Answer {
         case .overlong206: "overlong 206"
         case .unsatisfiable416: "416"
         case .status(let code): "status \(code)"
+        case .unknownTotal206: "206 of unknown total"
+        case .extreme206: "206 to byte Int64.max"
+        case .redirect(let code): "redirect \(code)"
         }
     }
 }

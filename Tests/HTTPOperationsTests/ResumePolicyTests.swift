@@ -21,6 +21,11 @@ extension AllTests {
             (206, "bytes 100-999/999", 100, nil, Decision.refuse(.malformedContentRange("bytes 100-999/999"))),
             (206, "items 100-999/1000", 100, nil, Decision.refuse(.malformedContentRange("items 100-999/1000"))),
             (206, "bytes 100-1999/2000", 100, 1000, Decision.refuse(.lengthChanged(expected: 1000, received: 2000))),
+            // A range of unknown total that runs past the known length shows a longer
+            // version: another version (issue 38's campaign: its bytes were appended beyond the
+            // known length, and the resume state named more bytes than its version had).
+            (206, "bytes 100-1999/*", 100, 1000, Decision.refuse(.lengthChanged(expected: 1000, received: 2000))),
+            (206, "bytes 100-1000/*", 100, 1000, Decision.refuse(.lengthChanged(expected: 1000, received: 1001))),
             // 200 restarts from zero.
             (200, nil, 100, 1000, Decision.restartFromZero),
             // 416 completes only when the complete length is what is held.

@@ -149,6 +149,11 @@ enum ResumePolicy {
             if let known = knownLength, let received = range.completeLength, known != received {
                 return .refuse(.lengthChanged(expected: known, received: received))
             }
+            // `bytes a-b/*` past the known length: the version is at least b + 1 bytes long,
+            // so it is another one (`last < Int64.max` is checked by ContentRange).
+            if let known = knownLength, range.completeLength == nil, range.last >= known {
+                return .refuse(.lengthChanged(expected: known, received: range.last + 1))
+            }
             return .append(completeLength: range.completeLength ?? knownLength, end: range.last + 1)
         case 200:
             return .restartFromZero

@@ -353,7 +353,10 @@ struct CampaignOracle {
         case .lastModified(let date)?: if date != version.lastModified { return "validator date \(date)" }
         case nil: break
         }
-        if let tag = state.entityTag, tag != version.entityTag { return "entityTag \(tag)" }
+        // Weakly (RFC 9110 §8.8.3.2): a server may send a version's strong tag weakened (a
+        // gzipped answer, a transforming proxy), and the state then names it as it came.
+        func opaque(_ tag: String?) -> String? { tag.map { $0.hasPrefix("W/") ? String($0.dropFirst(2)) : $0 } }
+        if let tag = state.entityTag, opaque(tag) != opaque(version.entityTag) { return "entityTag \(tag)" }
         if let date = state.lastModified, date != version.lastModified { return "lastModified \(date)" }
         if let length = state.expectedLength, length != Int64(version.length) { return "expectedLength \(length)" }
         let namesSomething = state.validator != nil || state.entityTag != nil || state.lastModified != nil
