@@ -373,8 +373,8 @@ struct ResourceState: Sendable {
     var log: [String] = []
     /// See ``AdversarialResumeServer/settle(_:)``.
     var settled = false
-    /// Some answers hide the complete length (chunked, or gzipped: the `Content-Length` is
-    /// the encoded one). Then the length cannot be what tells a new version from an earlier
+    /// Some answers hide the complete length (chunked; gzipped, where the `Content-Length` is
+    /// the encoded one; a 206 of unknown total, `bytes a-b/*`). Then the length cannot be what tells a new version from an earlier
     /// one with the same validators: a version whose length is its only mark, after a chunked
     /// answer for the earlier one, is a change no client can see.
     let lengthMayBeHidden: Bool
@@ -382,7 +382,10 @@ struct ResourceState: Sendable {
     init(_ resource: AdversarialResource) {
         self.resource = resource
         lengthMayBeHidden = (resource.entityTag != .none || resource.sendsLastModified)
-            && (resource.script + resource.rangeScript).contains { $0.chunked || $0.gzip }
+            && (resource.script + resource.rangeScript).contains { step in
+                if case .unknownTotal206 = step.answer { return true }
+                return step.chunked || step.gzip
+            }
         let first = AdversarialVersion(contentKey: AdversarialVersion.mix(resource.contentSeed), length: max(0, resource.length),
                                        entityTag: Self.entityTag(resource, 0), lastModified: Self.date(resource, 0))
         versions = [first]

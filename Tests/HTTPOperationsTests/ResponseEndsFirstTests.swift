@@ -120,6 +120,28 @@ extension AllTests {
             #expect(bytes.first == UInt8(ascii: "A") && bytes.dropFirst().allSatisfy { $0 == UInt8(ascii: "B") })
         }
 
+        /// Only a written body (which may wait for the response) is stopped: a body read from
+        /// an `InputStream` goes out whole after a complete early answer, as curl sends it (a
+        /// server that acknowledges first and then reads the upload gets all of it).
+        @Test func aReadBodyIsSentWholeAfterAnEarlyAnswer() async throws {
+            let server = faultServer { _ in
+                [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)), .hang]
+            }
+            let size = 4 << 20
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/upload")!)
+            request.httpMethod = "POST"
+            request.httpBodyStream = InputStream(data: Data(repeating: 0x61, count: size))
+            request.setValue("\(size)", forHTTPHeaderField: "Content-Length")
+            let operation = HTTPRequestOperation(request: request)
+            let outcome = try await run(operation, timeout: .seconds(30))
+            guard case .success(let object) = outcome else {
+                Issue.record("the upload failed: \(outcome)")
+                return
+            }
+            #expect(object as? Data == Data("ok".utf8))
+            #expect(operation.timings?.lastTransfer.bytesSent == Int64(size))
+        }
+
         /// A writer that would never end: once the response is complete the request succeeds,
         /// and the writer is told to stop (its task is cancelled, its next write throws).
         @Test func aWriterThatWouldGoOnIsToldToStop() async throws {

@@ -15,13 +15,24 @@ extension HTTPCache {
 
     /// The URL as the cache keeps it: without the fragment, which is never sent and so
     /// cannot change the response (§2), and without a `user:password@`, which is a
-    /// credential (the operation stands it in as `Authorization`, kept as a digest).
+    /// credential (the operation stands it in as `Authorization`, kept as a digest). Its
+    /// origin is spelled once, as curl connects to it: the scheme lower-cased, the host as
+    /// ``HostName/canonical(_:)`` writes it, no default port. Else `127.1` and `127.0.0.1`
+    /// would be two entries, and a POST to one would not invalidate the other (§4.4).
     static func storedURL(_ url: URL) -> String {
-        guard url.user != nil || url.password != nil || url.fragment != nil,
-              var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url.absoluteString }
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url.absoluteString }
         components.user = nil
         components.password = nil
         components.fragment = nil
+        let scheme = components.scheme?.lowercased()
+        components.scheme = scheme
+        if let host = components.host, !host.isEmpty {
+            let canonical = HostName.canonical(host)
+            components.percentEncodedHost = canonical.contains(":") ? "[\(canonical)]" : canonical
+        }
+        if (scheme == "http" && components.port == 80) || (scheme == "https" && components.port == 443) {
+            components.port = nil
+        }
         return components.url?.absoluteString ?? url.absoluteString
     }
 

@@ -180,8 +180,16 @@ public final class HTTPCache: Sendable {
         let method = Self.method(of: request)
         let key = Self.cacheKey(for: url)
         if HTTPCachePolicy.invalidates(method: method, status: status) {
-            invalidations.withLock { $0.invalidate(key) }
-            storage.remove(key: key)
+            // The target, and the URLs its `Location` and `Content-Location` name on the same
+            // origin (§4.4: never another origin's, which would let a server drop them).
+            let named = fields.filter { $0.name.caseInsensitiveCompare("Location") == .orderedSame
+                || $0.name.caseInsensitiveCompare("Content-Location") == .orderedSame }
+                .compactMap { URL(string: $0.value.trimmingCharacters(in: .whitespaces), relativeTo: url)?.absoluteURL }
+                .filter { RedirectPolicy.isSameOrigin($0, url) }
+            for invalidated in Set([key] + named.map(Self.cacheKey)) {
+                invalidations.withLock { $0.invalidate(invalidated) }
+                storage.remove(key: invalidated)
+            }
             counters.withLock { $0.invalidations += 1 }
             return nil
         }

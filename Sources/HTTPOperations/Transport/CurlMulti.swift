@@ -165,6 +165,7 @@ final class CurlMulti {
     func remove(_ transfer: CurlTransfer) {
         precondition(!insideCurl, "curl forbids removing a handle from inside its callbacks")
         guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else { return }
+        if !endedFirst.isEmpty { endedFirst.removeAll { $0 === transfer } }
         curl_multi_remove_handle(handle, easy)
         recycleHandle(of: transfer)
     }
@@ -178,9 +179,17 @@ final class CurlMulti {
         // curl hands over what it held before curl_easy_pause returns, or is paused again.
         transfer.holdsReceivedBody = false
         insideCurl = true
-        curl_easy_pause(easy, ccurl_pause_cont)
+        let code = curl_easy_pause(easy, ccurl_pause_cont)
         insideCurl = false
-        if !endedFirst.isEmpty { callbacks.collect(endTransfersWhoseResponseEnded) }
+        if !endedFirst.isEmpty {
+            // Handing over what curl held can fail (a content decoder's error): then the
+            // response did not end well, and the transfer ends with that error.
+            if code != CURLE_OK, endedFirst.contains(where: { $0 === transfer }) {
+                endedFirst.removeAll { $0 === transfer }
+                callbacks.collect { end(transfer, easy: easy, with: code) }
+            }
+            callbacks.collect(endTransfersWhoseResponseEnded)
+        }
         // curl_easy_pause does not call the timer callback on this libcurl: ask for a pass now,
         // so curl reads the socket it stopped watching.
         perform(schedule.runSoon())
@@ -217,7 +226,7 @@ final class CurlMulti {
         guard let easy = transfer.detach() else { return }
         // A transfer ended after its response, its request body open, was taken off curl
         // mid-send: its handle is not trusted with the next one.
-        if transfer.sendsTrailers || transfer.refusedRewind || transfer.refusedResend || transfer.responseEndedFirst {
+        if transfer.sendsTrailers || transfer.refusedRewind || transfer.refusedResend || transfer.endedAfterResponse {
             curl_easy_cleanup(easy)
         } else {
             easyHandles.recycle(easy, plain: transfer.isPlain && !transfer.pausedReceiving)
@@ -411,11 +420,17 @@ final class CurlMulti {
                 endedFirst.append(transfer)
                 continue
             }
-            active[easy] = nil
-            curl_multi_remove_handle(handle, easy)
-            transfer.complete(with: CURLE_OK, message: nil)
-            recycleHandle(of: transfer)
+            end(transfer, easy: easy, with: CURLE_OK)
         }
+    }
+
+    /// Takes `transfer` off curl mid-send (its connection closes) and completes it with `code`.
+    private func end(_ transfer: CurlTransfer, easy: UnsafeMutableRawPointer, with code: CURLcode) {
+        active[easy] = nil
+        transfer.endedAfterResponse = true
+        curl_multi_remove_handle(handle, easy)
+        transfer.complete(with: code, message: nil)
+        recycleHandle(of: transfer)
     }
 
     private func readCompletions() {

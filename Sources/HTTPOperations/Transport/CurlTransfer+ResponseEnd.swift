@@ -4,16 +4,18 @@ import CCurl
 ///
 /// libcurl ends an HTTP/1.1 transfer only once both directions are done, so a duplex exchange
 /// whose caller ends its request body only after the response ended would wait for ever.
-/// A transfer with a streamed body watches the raw bytes of its response (``ResponseEndWatch``,
+/// A transfer with a written body (``StreamedRequestBody``: it may wait for the response)
+/// watches the raw bytes of its response (``ResponseEndWatch``,
 /// fed by curl's debug callback) and, once the response is complete with the body still open,
 /// tells ``CurlMulti``, which completes it as a success outside curl's callbacks and takes it
 /// off its connection (closed: the request on it never ended). The body's writer is then told
 /// to stop (``BodyReader/stop()``: its task is cancelled, its next write throws).
 ///
-/// Bodies of `Data` need none of this (curl sends them without waiting for anyone), nor does
-/// HTTP/2, where curl stops sending once a stream's response has ended.
+/// Bodies of `Data` and bodies read from an `InputStream` are sent whole, as curl sends them
+/// (a server may acknowledge first and read the upload after): they wait for no answer. Nor
+/// does HTTP/2 need this: curl 8 stops sending once a stream's response has ended.
 extension CurlTransfer {
-    /// Turns on curl's debug callback, which shows the response's raw bytes: for streamed
+    /// Turns on curl's debug callback, which shows the response's raw bytes: for written
     /// bodies only (curl formats its informational texts for it too).
     func watchResponseEnd(userData: UnsafeMutableRawPointer) {
         watchesResponseEnd = true

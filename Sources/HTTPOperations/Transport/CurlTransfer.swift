@@ -108,6 +108,8 @@ final class CurlTransfer {
     /// transfer (`responseEndedFirst`), told through `onResponseEndedFirst`.
     var responseEndedFirst = false
     var onResponseEndedFirst: ((CurlTransfer) -> Void)?
+    /// ``CurlMulti`` ended it so, taking it off curl mid-send: its handle is freed.
+    var endedAfterResponse = false
     /// curl holds body bytes this transfer's delegate answered `.later` for, until unpaused.
     var holdsReceivedBody = false
 
@@ -381,7 +383,9 @@ final class CurlTransfer {
             ccurl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, userData)
             if case .stream(let stream, _) = request.body {
                 bodyReader = makeBodyReader(for: stream)
-                watchResponseEnd(userData: userData)
+                // A written body may wait for the response (full duplex); a read one is sent
+                // whole whatever the server answered, as curl does (`CurlTransfer+ResponseEnd`).
+                if stream is StreamedRequestBody { watchResponseEnd(userData: userData) }
                 // A written body may give trailer fields when its closure returns.
                 if length == -1, request.requestTrailers != nil || stream is StreamedRequestBody {
                     // Chunked: curl asks for the trailer section after the last chunk.
@@ -525,6 +529,8 @@ final class CurlTransfer {
             case .bytes(let read):
                 count = read
                 streamBytesRead += Int64(read)
+                // curl asks for nothing past a declared length: this was the end.
+                if let declared, streamBytesRead == declared { readEndOfBody = true }
             case .end:
                 count = 0
                 readEndOfBody = true

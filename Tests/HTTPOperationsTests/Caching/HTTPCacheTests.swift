@@ -117,6 +117,63 @@ extension AllTests {
             #expect(cache.statistics.invalidations == 1)
         }
 
+        /// One spelling per origin in the key, the one curl connects to (issue 38, item 6): the
+        /// scheme and host in lower case, an IPv4 address in any `inet_aton` form
+        /// dotted-decimal, an IPv6 address in its RFC 5952 form, no default port.
+        @Test(arguments: [
+            ("http://127.1/a", "GET http://127.0.0.1/a"),
+            ("http://2130706433:8080/a?q=1", "GET http://127.0.0.1:8080/a?q=1"),
+            ("http://0x7f000001/a", "GET http://127.0.0.1/a"),
+            ("HTTP://Example.COM./a", "GET http://example.com/a"),
+            ("http://example.com:80/a", "GET http://example.com/a"),
+            ("https://example.com:443/a", "GET https://example.com/a"),
+            ("https://example.com:8443/a", "GET https://example.com:8443/a"),
+            ("http://[0:0:0:0:0:0:0:1]:8080/a", "GET http://[::1]:8080/a"),
+            ("http://user:secret@127.0.0.1/a#top", "GET http://127.0.0.1/a"),
+        ])
+        func keyNamesTheOriginAsCurlConnectsToIt(_ url: String, _ key: String) {
+            #expect(HTTPCache.cacheKey(for: URL(string: url)!) == key)
+        }
+
+        /// A POST to another spelling of the same URL invalidates what is stored: before, a
+        /// POST to `127.1` left the answer stored for `127.0.0.1` fresh.
+        @Test func anUnsafeMethodInvalidatesEverySpellingOfItsURL() throws {
+            let cache = try HTTPCache()
+            func request(_ url: String, _ method: String? = nil) -> URLRequest {
+                var request = URLRequest(url: URL(string: url)!)
+                request.httpMethod = method
+                return request
+            }
+            Self.exchange(cache, request("http://127.0.0.1:8080/a"), now: 0, fields: [("Cache-Control", "max-age=60")])
+            #expect(cache.plan(for: request("http://127.0.0.1:8080/a"), now: cacheTime(1)).kind == .answer(stale: false))
+            Self.exchange(cache, request("http://127.1:8080/a", "POST"), now: 2, status: 201, fields: [])
+            #expect(cache.plan(for: request("http://127.0.0.1:8080/a"), now: cacheTime(3)).kind == .network(store: true))
+        }
+
+        /// RFC 9111 §4.4: a non-error answer to an unsafe method also invalidates the URLs its
+        /// `Location` and `Content-Location` name, on the same origin only (another origin's
+        /// entries are not one server's to drop).
+        @Test func anUnsafeMethodInvalidatesItsLocationsOnItsOrigin() throws {
+            let cache = try HTTPCache()
+            func request(_ url: String, _ method: String? = nil) -> URLRequest {
+                var request = URLRequest(url: URL(string: url)!)
+                request.httpMethod = method
+                return request
+            }
+            let stored = ["https://example.com/items/1", "https://example.com/items/1/view", "https://other.example/items/1"]
+            for url in stored {
+                Self.exchange(cache, request(url), now: 0, fields: [("Cache-Control", "max-age=60")])
+            }
+            Self.exchange(cache, request("https://example.com/items", "POST"), now: 1, status: 201,
+                          fields: [("Location", "/items/1"), ("Content-Location", "https://example.com/items/1/view")])
+            #expect(cache.plan(for: request(stored[0]), now: cacheTime(2)).kind == .network(store: true))
+            #expect(cache.plan(for: request(stored[1]), now: cacheTime(2)).kind == .network(store: true))
+            // Another origin is left alone, even when named.
+            Self.exchange(cache, request("https://example.com/items", "POST"), now: 3, status: 201,
+                          fields: [("Location", "https://other.example/items/1")])
+            #expect(cache.plan(for: request(stored[2]), now: cacheTime(4)).kind == .answer(stale: false))
+        }
+
         @Test func headerNamesAreCaseInsensitive() throws {
             let cache = try HTTPCache()
             Self.exchange(cache, Self.request(), now: 0, fields: [("cache-control", "max-age=60"), ("etag", "\"v1\"")])

@@ -127,12 +127,15 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
     let mode: Mode
     let resource: AdversarialResource
     let toFile: Bool
+    /// Not to a file: to an `OutputStream` (in memory) rather than `responseData`. Such a
+    /// download cannot start over once bytes went out, so a changed version fails it.
+    var toStream = false
     let route: Route
     let runs: [Run]
 
     var description: String {
         var lines = ["scenario \(index) (seed \(seed), \(mode.rawValue)): \(resource.length) B, ETag \(resource.entityTag.rawValue), "
-            + "Last-Modified \(resource.sendsLastModified ? (resource.datesAreWeak ? "yes, in the second of its Date" : "yes") : "no"), to \(toFile ? "a file" : "memory"), \(route.rawValue)"]
+            + "Last-Modified \(resource.sendsLastModified ? (resource.datesAreWeak ? "yes, in the second of its Date" : "yes") : "no"), to \(toFile ? "a file" : toStream ? "an OutputStream" : "memory"), \(route.rawValue)"]
         for (number, step) in resource.script.enumerated() { lines.append("  request \(number + 1) without Range: \(step)") }
         for (number, step) in resource.rangeScript.enumerated() { lines.append("  request \(number + 1) with Range: \(step)") }
         for (number, run) in runs.enumerated() { lines.append("  run \(number + 1): \(run)") }
@@ -329,6 +332,9 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
             runs.append(Run(start: start, retries: chance(25) ? 0 : Int.random(in: 1...4, using: &random),
                             retriesStatuses: chance(30), events: events))
         }
-        return CampaignScenario(index: index, seed: seed, mode: mode, resource: resource, toFile: toFile, route: route, runs: runs)
+        var scenario = CampaignScenario(index: index, seed: seed, mode: mode, resource: resource, toFile: toFile, route: route, runs: runs)
+        // Drawn last, so that every earlier draw of a seed stays what it was.
+        scenario.toStream = !toFile && chance(40)
+        return scenario
     }
 }

@@ -355,8 +355,10 @@ struct CampaignOracle {
         }
         // Weakly (RFC 9110 §8.8.3.2): a server may send a version's strong tag weakened (a
         // gzipped answer, a transforming proxy), and the state then names it as it came.
-        func opaque(_ tag: String?) -> String? { tag.map { $0.hasPrefix("W/") ? String($0.dropFirst(2)) : $0 } }
-        if let tag = state.entityTag, opaque(tag) != opaque(version.entityTag) { return "entityTag \(tag)" }
+        // Only that way round: a weak tag named as strong would be a client's defect.
+        if let tag = state.entityTag, tag != version.entityTag, version.entityTag.map({ "W/" + $0 }) != tag {
+            return "entityTag \(tag)"
+        }
         if let date = state.lastModified, date != version.lastModified { return "lastModified \(date)" }
         if let length = state.expectedLength, length != Int64(version.length) { return "expectedLength \(length)" }
         let namesSomething = state.validator != nil || state.entityTag != nil || state.lastModified != nil
@@ -461,6 +463,8 @@ final class CampaignScenarioExecution: @unchecked Sendable {
     private var previous: HTTPRequestOperation?
     private var recorders: [(HTTPRequestOperation, CampaignRunRecorder)] = []
     private let events = Mutex<[String: Int]>([:])
+    /// The in-memory `OutputStream` each run of a stream scenario wrote to, by operation.
+    private var streams: [ObjectIdentifier: OutputStream] = [:]
 
     init(_ scenario: CampaignScenario, servers: CampaignServers, folder: URL, runDeadline: Duration, idleTimeout: TimeInterval) {
         self.scenario = scenario
@@ -536,6 +540,7 @@ final class CampaignScenarioExecution: @unchecked Sendable {
         try? FileManager.default.removeItem(at: file)
         try? FileManager.default.removeItem(at: ResumeData.sidecarURL(for: file))
         recorders = []
+        streams = [:]
         previous = nil
     }
 
@@ -549,7 +554,15 @@ final class CampaignScenarioExecution: @unchecked Sendable {
 
     private func makeOperation(_ run: CampaignScenario.Run) -> HTTPRequestOperation {
         let request = URLRequest(url: servers.url(scenario), timeoutInterval: idleTimeout)
-        guard scenario.toFile else { return HTTPRequestOperation(request: request) }
+        guard scenario.toFile else {
+            let operation = HTTPRequestOperation(request: request)
+            if scenario.toStream {
+                let stream = OutputStream(toMemory: ())
+                operation.outputStream = stream
+                streams[ObjectIdentifier(operation)] = stream
+            }
+            return operation
+        }
         switch run.start {
         case .fresh, .sidecar:
             return HTTPRequestOperation.download(request, to: file).operation
@@ -707,11 +720,17 @@ final class CampaignScenarioExecution: @unchecked Sendable {
                        sidecarMayExceedFile: Bool, resumeDataMayExceedFile: Bool) {
         let oracle = CampaignOracle(versions: servers.server.versions(of: scenario.resource.key))
         guard scenario.toFile else {
+            let stream = streams[ObjectIdentifier(operation)]
+            let written = stream.map { ($0.property(forKey: .dataWrittenToMemoryStreamKey) as? Data) ?? Data() }
             if error == nil {
-                let body = operation.responseData ?? Data()
+                let body = written ?? operation.responseData ?? Data()
                 if !oracle.versions.contains(where: { oracle.isWhole(body, $0) }) {
-                    violation(number, "success: " + oracle.shape(body), "memory body: " + oracle.describe(body))
+                    violation(number, "success: " + oracle.shape(body), (stream == nil ? "memory body: " : "stream: ") + oracle.describe(body))
                 }
+            } else if let written, !written.isEmpty, oracle.prefixes(written).isEmpty {
+                // What went out to a stream cannot be taken back: after a failure it must still
+                // be a true prefix of one version.
+                violation(number, "failure: stream holds " + oracle.shape(written), "after \(kind): " + oracle.describe(written))
             }
             if let state = operation.resumeData, let why = oracle.checkWithoutBytes(state) {
                 violation(number, "resume state: names no version", "resumeData after \(kind) " + why)
