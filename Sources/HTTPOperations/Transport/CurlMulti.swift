@@ -33,7 +33,9 @@ import Glibc
 ///
 /// There is no polling loop, no sleep and no helper thread. Confined to the network thread.
 final class CurlMulti {
-    private let handle: UnsafeMutableRawPointer
+    /// curl's multi handle (internal for `CurlMulti+Completion.swift`, as are the members
+    /// below marked so; network thread only).
+    let handle: UnsafeMutableRawPointer
     private let epollFD: Int32
     private var timer: CFRunLoopTimer?
     /// When the timer fires and when curl asked to be called (see ``CurlTimerSchedule``).
@@ -46,14 +48,14 @@ final class CurlMulti {
     private static let passesPerTurn = 4
     /// Transfers curl is working on, keyed by their easy handle. Holding them here keeps them
     /// alive while curl holds a pointer to them.
-    private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     /// Easy handles between transfers.
     private let easyHandles = EasyHandlePool()
     /// Verified certification paths already parsed, for the pin check every pinned transfer
     /// runs on this thread.
     let verifiedPaths = VerifiedPathCache()
     /// The https origins whose requests need not wait for a multiplexing connection.
-    private var http1Origins = HTTP1Origins()
+    var http1Origins = HTTP1Origins()
 
     /// Whether a request to `url` would wait for a multiplexing connection now. Network thread.
     func waitsForMultiplexingForTesting(_ url: URL) -> Bool {
@@ -74,13 +76,13 @@ final class CurlMulti {
     private var insideCurl = false
     /// Transfers whose response is complete while their request body is still open, to end
     /// once out of curl (see `CurlTransfer+ResponseEnd.swift`).
-    private var endedFirst: [CurlTransfer] = []
+    var endedFirst: [CurlTransfer] = []
 
     /// A date far enough away to mean "never" without overflowing CF's arithmetic.
     private static let never: CFAbsoluteTime = CFAbsoluteTimeGetCurrent() + 1e9
 
     /// Batches the callbacks of the transfers completed in one pass.
-    private let callbacks: CallbackHandoff
+    let callbacks: CallbackHandoff
 
     init(runLoop: CFRunLoop, callbacks: CallbackHandoff) {
         self.callbacks = callbacks
@@ -222,7 +224,7 @@ final class CurlMulti {
     /// The connection cache size before any transfer asks for more.
     private static let minimumConnectionCache = 16
 
-    private func recycleHandle(of transfer: CurlTransfer) {
+    func recycleHandle(of transfer: CurlTransfer) {
         guard let easy = transfer.detach() else { return }
         // A transfer ended after its response, its request body open, was taken off curl
         // mid-send: its handle is not trusted with the next one.
@@ -396,59 +398,5 @@ final class CurlMulti {
         curl_multi_socket_action(handle, ccurl_socket_timeout, 0, &running)
         insideCurl = false
         deliverCompletions()
-    }
-
-    // MARK: - Completion
-
-    private func deliverCompletions() {
-        callbacks.collect {
-            readCompletions()
-            if !endedFirst.isEmpty { endTransfersWhoseResponseEnded() }
-        }
-    }
-
-    /// Completes, as successes, the transfers whose response is complete while their request
-    /// body is still open (curl would wait for the body for ever), and takes them off curl,
-    /// which closes their connection. One whose received bytes curl still holds waits for its
-    /// unpause; one that curl completed itself meanwhile was completed by ``readCompletions()``.
-    private func endTransfersWhoseResponseEnded() {
-        let candidates = endedFirst
-        endedFirst.removeAll()
-        for transfer in candidates {
-            guard let easy = transfer.easy, active[easy] === transfer, !transfer.readEndOfBody else { continue }
-            guard transfer.shouldEndAfterResponse else {
-                endedFirst.append(transfer)
-                continue
-            }
-            end(transfer, easy: easy, with: CURLE_OK)
-        }
-    }
-
-    /// Takes `transfer` off curl mid-send (its connection closes) and completes it with `code`.
-    private func end(_ transfer: CurlTransfer, easy: UnsafeMutableRawPointer, with code: CURLcode) {
-        active[easy] = nil
-        transfer.endedAfterResponse = true
-        curl_multi_remove_handle(handle, easy)
-        transfer.complete(with: code, message: nil)
-        recycleHandle(of: transfer)
-    }
-
-    private func readCompletions() {
-        var queued: Int32 = 0
-        while let message = curl_multi_info_read(handle, &queued) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-            let code = message.pointee.data.result
-            // `message` is invalid once the handle is removed: everything is read above.
-            curl_multi_remove_handle(handle, easy)
-            if let transfer = active.removeValue(forKey: easy) {
-                // The handle stays with the transfer through `complete`, which may read it
-                // (the redirect target, the announced length).
-                transfer.complete(with: code, message: nil)
-                if !transfer.forcesHTTP1 {
-                    http1Origins.learn(transfer.origin, httpVersion: transfer.timings?.httpVersion)
-                }
-                recycleHandle(of: transfer)
-            }
-        }
     }
 }

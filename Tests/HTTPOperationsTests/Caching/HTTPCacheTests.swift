@@ -16,6 +16,13 @@ extension AllTests {
             return request
         }
 
+        /// A request for `url` with `method` (GET when nil).
+        static func request(at url: String, _ method: String? = nil) -> URLRequest {
+            var request = URLRequest(url: URL(string: url)!)
+            request.httpMethod = method
+            return request
+        }
+
         /// Runs one exchange: plan, then (if the plan loads) a response.
         @discardableResult
         static func exchange(
@@ -139,15 +146,10 @@ extension AllTests {
         /// POST to `127.1` left the answer stored for `127.0.0.1` fresh.
         @Test func anUnsafeMethodInvalidatesEverySpellingOfItsURL() throws {
             let cache = try HTTPCache()
-            func request(_ url: String, _ method: String? = nil) -> URLRequest {
-                var request = URLRequest(url: URL(string: url)!)
-                request.httpMethod = method
-                return request
-            }
-            Self.exchange(cache, request("http://127.0.0.1:8080/a"), now: 0, fields: [("Cache-Control", "max-age=60")])
-            #expect(cache.plan(for: request("http://127.0.0.1:8080/a"), now: cacheTime(1)).kind == .answer(stale: false))
-            Self.exchange(cache, request("http://127.1:8080/a", "POST"), now: 2, status: 201, fields: [])
-            #expect(cache.plan(for: request("http://127.0.0.1:8080/a"), now: cacheTime(3)).kind == .network(store: true))
+            Self.exchange(cache, Self.request(at: "http://127.0.0.1:8080/a"), now: 0, fields: [("Cache-Control", "max-age=60")])
+            #expect(cache.plan(for: Self.request(at: "http://127.0.0.1:8080/a"), now: cacheTime(1)).kind == .answer(stale: false))
+            Self.exchange(cache, Self.request(at: "http://127.1:8080/a", "POST"), now: 2, status: 201, fields: [])
+            #expect(cache.plan(for: Self.request(at: "http://127.0.0.1:8080/a"), now: cacheTime(3)).kind == .network(store: true))
         }
 
         /// RFC 9111 §4.4: a non-error answer to an unsafe method also invalidates the URLs its
@@ -155,23 +157,18 @@ extension AllTests {
         /// entries are not one server's to drop).
         @Test func anUnsafeMethodInvalidatesItsLocationsOnItsOrigin() throws {
             let cache = try HTTPCache()
-            func request(_ url: String, _ method: String? = nil) -> URLRequest {
-                var request = URLRequest(url: URL(string: url)!)
-                request.httpMethod = method
-                return request
-            }
             let stored = ["https://example.com/items/1", "https://example.com/items/1/view", "https://other.example/items/1"]
             for url in stored {
-                Self.exchange(cache, request(url), now: 0, fields: [("Cache-Control", "max-age=60")])
+                Self.exchange(cache, Self.request(at: url), now: 0, fields: [("Cache-Control", "max-age=60")])
             }
-            Self.exchange(cache, request("https://example.com/items", "POST"), now: 1, status: 201,
+            Self.exchange(cache, Self.request(at: "https://example.com/items", "POST"), now: 1, status: 201,
                           fields: [("Location", "/items/1"), ("Content-Location", "https://example.com/items/1/view")])
-            #expect(cache.plan(for: request(stored[0]), now: cacheTime(2)).kind == .network(store: true))
-            #expect(cache.plan(for: request(stored[1]), now: cacheTime(2)).kind == .network(store: true))
+            #expect(cache.plan(for: Self.request(at: stored[0]), now: cacheTime(2)).kind == .network(store: true))
+            #expect(cache.plan(for: Self.request(at: stored[1]), now: cacheTime(2)).kind == .network(store: true))
             // Another origin is left alone, even when named.
-            Self.exchange(cache, request("https://example.com/items", "POST"), now: 3, status: 201,
+            Self.exchange(cache, Self.request(at: "https://example.com/items", "POST"), now: 3, status: 201,
                           fields: [("Location", "https://other.example/items/1")])
-            #expect(cache.plan(for: request(stored[2]), now: cacheTime(4)).kind == .answer(stale: false))
+            #expect(cache.plan(for: Self.request(at: stored[2]), now: cacheTime(4)).kind == .answer(stale: false))
         }
 
         @Test func headerNamesAreCaseInsensitive() throws {

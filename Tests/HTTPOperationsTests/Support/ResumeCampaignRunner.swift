@@ -557,6 +557,7 @@ final class CampaignScenarioExecution: @unchecked Sendable {
         guard scenario.toFile else {
             let operation = HTTPRequestOperation(request: request)
             if scenario.toStream {
+                count("destination: OutputStream")
                 let stream = OutputStream(toMemory: ())
                 operation.outputStream = stream
                 streams[ObjectIdentifier(operation)] = stream
