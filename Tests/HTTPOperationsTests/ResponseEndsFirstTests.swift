@@ -142,6 +142,27 @@ extension AllTests {
             #expect(operation.timings?.lastTransfer.bytesSent == Int64(size))
         }
 
+        /// A complete answer, then a server that reads no more: a written body of declared
+        /// length, whatever part of it curl took, ends with the answer instead of waiting for
+        /// the idle timeout (the review's case: its last bytes handed to curl, not sent).
+        @Test(arguments: [64 << 10, 8 << 20])
+        func aCompleteAnswerFromAServerThatStoppedReading(declared size: Int) async throws {
+            let server = faultServer { _ in
+                [.send(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)), .stopReading]
+            }
+            let body = HTTPRequestBody.restartable(knownLength: Int64(size)) { writer in
+                for _ in 0..<(size >> 16) { try await writer.write(Data(repeating: 0x61, count: 1 << 16)) }
+                return nil
+            }
+            let manager = HTTPRequestOperationManager()
+            let outcome = await withDeadline(.seconds(15), unless: { 0 }) {
+                try await manager.perform(HTTPRequest(method: .put, url: URL(string: "http://127.0.0.1:\(server.port)/up")!), body: body)
+            }
+            let (response, data) = try #require(outcome, "no outcome: the answer was complete").get()
+            #expect(response.status == .ok)
+            #expect(data == Data("ok".utf8))
+        }
+
         /// A writer that would never end: once the response is complete the request succeeds,
         /// and the writer is told to stop (its task is cancelled, its next write throws).
         @Test func aWriterThatWouldGoOnIsToldToStop() async throws {

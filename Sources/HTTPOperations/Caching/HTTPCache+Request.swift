@@ -26,14 +26,28 @@ extension HTTPCache {
         components.fragment = nil
         let scheme = components.scheme?.lowercased()
         components.scheme = scheme
-        if let host = components.host, !host.isEmpty {
+        // From the encoded host, never the decoded one: Foundation reads an international name
+        // or a zone id back decoded, and traps when such text is set as the encoded host.
+        if let host = components.percentEncodedHost, !host.isEmpty {
             let canonical = HostName.canonical(host)
-            components.percentEncodedHost = canonical.contains(":") ? "[\(canonical)]" : canonical
+            let spelled = canonical.contains(":") ? "[\(canonical)]" : canonical
+            if spelled != host, spelled.utf8.allSatisfy(Self.mayStandInEncodedHost) {
+                components.percentEncodedHost = spelled
+            }
         }
         if (scheme == "http" && components.port == 80) || (scheme == "https" && components.port == 443) {
             components.port = nil
         }
         return components.url?.absoluteString ?? url.absoluteString
+    }
+
+    /// The bytes an encoded host may hold (RFC 3986's unreserved and sub-delims, `%` of an
+    /// escape, and the `[`, `]` and `:` of an IP literal).
+    private static func mayStandInEncodedHost(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: "-._~%!$&'()*+,;=:[]".utf8.contains(byte)
+        }
     }
 
     /// The request method, uppercased, "GET" when unset or empty. Uppercasing is lenient

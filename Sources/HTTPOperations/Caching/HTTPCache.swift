@@ -87,7 +87,7 @@ public final class HTTPCache: Sendable {
         }
     }
 
-    /// The stamp to give a request as it is planned (see ``responseArrived(for:plan:status:fields:body:requestTime:responseTime:plannedAt:)``).
+    /// The stamp to give a request as it is planned (see ``responseArrived(for:plan:status:fields:body:requestTime:responseTime:plannedAt:answeredBy:)``).
     func invalidationTicket() -> UInt64 {
         invalidations.withLock { $0.next }
     }
@@ -170,13 +170,16 @@ public final class HTTPCache: Sendable {
     ///   - requestTime: When the request was sent.
     ///   - responseTime: When the response arrived.
     ///   - ticket: ``invalidationTicket()`` when the request was planned; nil: not checked.
+    ///   - answeredBy: The URL that gave the answer, when a redirect was followed: its
+    ///     `Location` and `Content-Location` are read against it, on its origin only.
     /// - Returns: The merged stored response to answer with, or nil.
     func responseArrived(
         for request: URLRequest, plan: CachePlan, status: Int,
         fields: [(name: String, value: String)], body: Data?,
-        requestTime: Date, responseTime: Date, plannedAt ticket: UInt64? = nil
+        requestTime: Date, responseTime: Date, plannedAt ticket: UInt64? = nil, answeredBy: URL? = nil
     ) -> CachedResponse? {
         guard let url = request.url else { return nil }
+        let answering = answeredBy ?? url
         let method = Self.method(of: request)
         let key = Self.cacheKey(for: url)
         if HTTPCachePolicy.invalidates(method: method, status: status) {
@@ -184,8 +187,8 @@ public final class HTTPCache: Sendable {
             // origin (§4.4: never another origin's, which would let a server drop them).
             let named = fields.filter { $0.name.caseInsensitiveCompare("Location") == .orderedSame
                 || $0.name.caseInsensitiveCompare("Content-Location") == .orderedSame }
-                .compactMap { URL(string: $0.value.trimmingCharacters(in: .whitespaces), relativeTo: url)?.absoluteURL }
-                .filter { RedirectPolicy.isSameOrigin($0, url) }
+                .compactMap { URL(string: $0.value.trimmingCharacters(in: .whitespaces), relativeTo: answering)?.absoluteURL }
+                .filter { RedirectPolicy.isSameOrigin($0, answering) }
             for invalidated in Set([key] + named.map(Self.cacheKey)) {
                 invalidations.withLock { $0.invalidate(invalidated) }
                 storage.remove(key: invalidated)

@@ -114,7 +114,7 @@ extension URLConnectionOperation {
         let plan = redirected ? .network(storeResponse: false) : exchange.plan
         let merged = exchange.cache.responseArrived(for: exchange.request, plan: plan, status: head.statusCode,
                                                     fields: head.fields, body: data, requestTime: exchange.requestTime,
-                                                    responseTime: Date(), plannedAt: exchange.ticket)
+                                                    responseTime: Date(), plannedAt: exchange.ticket, answeredBy: url)
         if merged == nil, head.statusCode == 304, case .revalidate(let stored, _) = exchange.plan {
             exchange.cache.removeCachedResponse(for: exchange.request.url ?? url)
             let error = URLError(.badServerResponse, url: url, description: "The server answered the cache's revalidation of \(stored.url) with a 304 "

@@ -20,7 +20,7 @@ extension CurlMulti {
         let candidates = endedFirst
         endedFirst.removeAll()
         for transfer in candidates {
-            guard let easy = transfer.easy, active[easy] === transfer, !transfer.readEndOfBody else { continue }
+            guard let easy = transfer.easy, active[easy] === transfer else { continue }
             guard transfer.shouldEndAfterResponse else {
                 endedFirst.append(transfer)
                 continue

@@ -183,14 +183,12 @@ final class CurlMulti {
         insideCurl = true
         let code = curl_easy_pause(easy, ccurl_pause_cont)
         insideCurl = false
-        if !endedFirst.isEmpty {
-            // Handing over what curl held can fail (a content decoder's error): then the
-            // response did not end well, and the transfer ends with that error.
-            if code != CURLE_OK, endedFirst.contains(where: { $0 === transfer }) {
-                endedFirst.removeAll { $0 === transfer }
-                callbacks.collect { end(transfer, easy: easy, with: code) }
-            }
-            callbacks.collect(endTransfersWhoseResponseEnded)
+        // Handing over what curl held can fail (a content decoder's error): then the response
+        // did not end well, and a transfer waiting to be ended after it ends with that error.
+        // Otherwise the pass asked for below ends it, unless curl completes it in that pass.
+        if code != CURLE_OK, endedFirst.contains(where: { $0 === transfer }) {
+            endedFirst.removeAll { $0 === transfer }
+            callbacks.collect { end(transfer, easy: easy, with: code) }
         }
         // curl_easy_pause does not call the timer callback on this libcurl: ask for a pass now,
         // so curl reads the socket it stopped watching.

@@ -36,10 +36,12 @@ extension CurlTransfer {
         noteIfEndedFirst()
     }
 
-    /// Whether ``CurlMulti`` should end this transfer now: its response is complete, curl holds
-    /// none of its bytes back, and its request body has not ended (curl ends it then).
+    /// Whether ``CurlMulti`` should end this transfer now: its response is complete and curl
+    /// holds none of its bytes back. Asked after a pass in which curl did not complete it, so
+    /// its request is still going out: the writer may still be writing, or its last bytes wait
+    /// in curl for a server that no longer reads.
     var shouldEndAfterResponse: Bool {
-        responseEndedFirst && !holdsReceivedBody && !readEndOfBody
+        responseEndedFirst && !holdsReceivedBody
     }
 
     private func received(rawBody bytes: UnsafeRawBufferPointer) {
@@ -49,7 +51,7 @@ extension CurlTransfer {
     }
 
     private func noteIfEndedFirst() {
-        guard !responseEndedFirst, !readEndOfBody, endWatch?.isComplete == true else { return }
+        guard !responseEndedFirst, endWatch?.isComplete == true else { return }
         responseEndedFirst = true
         onResponseEndedFirst?(self)
     }

@@ -142,6 +142,31 @@ extension AllTests {
             #expect(HTTPCache.cacheKey(for: URL(string: url)!) == key)
         }
 
+        /// Hosts that Foundation reads back decoded (an international name, a zone id, a
+        /// percent escape) keep their encoded spelling: setting the decoded text back as the
+        /// encoded host trapped the process (found by review).
+        @Test(arguments: [
+            ("http://xn--bcher-kva.example/a", "GET http://xn--bcher-kva.example/a"),
+            ("http://[fe80::1%25eth0]:8080/a", "GET http://[fe80::1%25eth0]:8080/a"),
+            ("http://a%20b.example/a", "GET http://a%20b.example/a"),
+        ])
+        func keyKeepsAnEncodedHostEncoded(_ url: String, _ key: String) {
+            #expect(HTTPCache.cacheKey(for: URL(string: url)!) == key)
+        }
+
+        /// After a redirect, the `Location` of the final answer is read against the URL that
+        /// answered, and only that origin's entries go: another origin's reply dropped the
+        /// first origin's entry before (found by review).
+        @Test func anAnswerFromARedirectInvalidatesOnItsOwnOrigin() throws {
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(at: "http://127.0.0.1:8080/cached"), now: 0, fields: [("Cache-Control", "max-age=60")])
+            _ = cache.responseArrived(for: Self.request(at: "http://127.0.0.1:8080/p", "POST"), plan: .network(storeResponse: false),
+                                      status: 201, fields: [("Location", "/cached")], body: nil,
+                                      requestTime: cacheTime(1), responseTime: cacheTime(1),
+                                      answeredBy: URL(string: "http://127.0.0.1:9090/p")!)
+            #expect(cache.plan(for: Self.request(at: "http://127.0.0.1:8080/cached"), now: cacheTime(2)).kind == .answer(stale: false))
+        }
+
         /// A POST to another spelling of the same URL invalidates what is stored: before, a
         /// POST to `127.1` left the answer stored for `127.0.0.1` fresh.
         @Test func anUnsafeMethodInvalidatesEverySpellingOfItsURL() throws {
