@@ -175,14 +175,20 @@ extension AllTests {
             #expect(outcome.urlErrorCode == .serverCertificateUntrusted)
         }
 
-        @Test func pauseAndResumeAThrottledFileWithIfRange() async throws {
-            let nginx = ExternalServers.nginx
+        /// A download of `url` to a new temporary file, watched by a recorder; not started.
+        static func download(_ url: String) -> (HTTPRequestOperation, URL, OutcomeRecorder) {
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-nginx-\(UUID()).bin")
-            defer { try? FileManager.default.removeItem(at: file) }
-            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.baseURL + "/throttled/5m.bin")!))
+            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: url)!))
             op.destinationURL = file
             let recorder = OutcomeRecorder()
             recorder.watch(op)
+            return (op, file, recorder)
+        }
+
+        @Test func pauseAndResumeAThrottledFileWithIfRange() async throws {
+            let nginx = ExternalServers.nginx
+            let (op, file, recorder) = Self.download(nginx.baseURL + "/throttled/5m.bin")
+            defer { try? FileManager.default.removeItem(at: file) }
             let paused = TestSignal("pauses")
             let thresholds = Mutex<[Int64]>([1 << 20, 3 << 20])
             op.setDownloadProgressBlock { _, total, _ in
@@ -221,12 +227,8 @@ extension AllTests {
         /// resource again, and completes.
         @Test func aPausedGzippedDownloadWithAWeakETagCompletes() async throws {
             let nginx = ExternalServers.nginx
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-nginx-\(UUID()).bin")
+            let (op, file, recorder) = Self.download(nginx.baseURL + "/gzipped/5m.bin")
             defer { try? FileManager.default.removeItem(at: file) }
-            let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.baseURL + "/gzipped/5m.bin")!))
-            op.destinationURL = file
-            let recorder = OutcomeRecorder()
-            recorder.watch(op)
             let paused = TestSignal("pause")
             let pausing = Mutex(false)
             op.setDownloadProgressBlock { _, total, _ in

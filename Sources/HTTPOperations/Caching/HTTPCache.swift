@@ -196,6 +196,10 @@ public final class HTTPCache: Sendable {
             counters.withLock { $0.invalidations += 1 }
             return nil
         }
+        if method == "HEAD" {
+            if status == 200 { freshen(key: key, withHeadFields: fields, request: request, requestTime: requestTime, responseTime: responseTime) }
+            return nil
+        }
         // Invalidated since the request was planned: its answer may be the version replaced.
         if let ticket, !invalidations.withLock({ $0.allowsStoring(key, plannedAt: ticket) }) {
             if status == 304 { storage.remove(key: key) }
@@ -221,6 +225,36 @@ public final class HTTPCache: Sendable {
             requestFields: requestFields, requestTime: requestTime, responseTime: responseTime))
         counters.withLock { $0.stores += 1 }
         return nil
+    }
+
+    /// A 200 to a HEAD updates the stored GET response it could have been chosen for, or
+    /// drops it (§4.3.5): updated when every validator the HEAD carries (`ETag`,
+    /// `Last-Modified`) matches the stored one's and its `Content-Length`, if any, is the
+    /// stored body's length; dropped otherwise, a HEAD without validators included (it cannot
+    /// show the stored version is current).
+    private func freshen(key: String, withHeadFields fields: [(name: String, value: String)], request: URLRequest,
+                         requestTime: Date, responseTime: Date) {
+        let requestFields = Self.headerFields(of: request)
+        guard let stored = storage.load(key: key), stored.key == key, stored.matchesVary(requestFields: requestFields) else { return }
+        let tag = HeaderFieldList.firstValue(named: "ETag", in: fields)
+        let date = HeaderFieldList.firstValue(named: "Last-Modified", in: fields)
+        let length = HeaderFieldList.firstValue(named: "Content-Length", in: fields)
+        let matches = (tag != nil || date != nil)
+            && (tag.map { $0 == stored.etag } ?? true)
+            && (date.map { $0 == stored.lastModified } ?? true)
+            && (length.map { HTTPDecimal.parse($0) == Int64(stored.body.count) } ?? true)
+        guard matches else {
+            storage.remove(key: key)
+            return
+        }
+        // The HEAD's own framing says nothing of the stored body.
+        let updates = fields.filter { $0.name.caseInsensitiveCompare("Content-Length") != .orderedSame }
+        let merged = HTTPCachePolicy.merge(stored: stored, notModifiedFields: updates, requestTime: requestTime, responseTime: responseTime)
+        if HTTPCachePolicy.canStore(method: "GET", requestFields: requestFields, status: merged.status, responseFields: merged.fieldList) {
+            storage.store(merged)
+        } else {
+            storage.remove(key: key)
+        }
     }
 
     /// Freshens a stored response with a 304 and stores the result (§4.3.4).

@@ -167,6 +167,33 @@ extension AllTests {
             #expect(cache.plan(for: Self.request(at: "http://127.0.0.1:8080/cached"), now: cacheTime(2)).kind == .answer(stale: false))
         }
 
+        /// RFC 9111 §4.3.5: a 200 to a HEAD freshens the stored GET it could have been chosen
+        /// for when its validators and length match, and drops it when they do not.
+        @Test func aHeadFreshensOrDropsTheStoredGet() throws {
+            let url = "https://example.com/doc"
+            func stored(_ cache: HTTPCache) {
+                Self.exchange(cache, Self.request(at: url), now: 0, fields: [("Cache-Control", "max-age=10"), ("ETag", "\"v1\""),
+                                                                            ("Date", cacheHTTPDate(0))])
+            }
+            func head(_ cache: HTTPCache, _ fields: [(String, String)], at now: TimeInterval) {
+                _ = cache.responseArrived(for: Self.request(at: url, "HEAD"), plan: .network(storeResponse: false), status: 200,
+                                          fields: fields.map { (name: $0.0, value: $0.1) }, body: nil,
+                                          requestTime: cacheTime(now), responseTime: cacheTime(now))
+            }
+            // Matching validator and length: fresh again for another 10 s from the HEAD.
+            let freshened = try HTTPCache()
+            stored(freshened)
+            head(freshened, [("ETag", "\"v1\""), ("Content-Length", "4"), ("Cache-Control", "max-age=10"), ("Date", cacheHTTPDate(20))], at: 20)
+            #expect(freshened.plan(for: Self.request(at: url), now: cacheTime(25)).kind == .answer(stale: false))
+            // Another ETag, another length, or no validator at all: the stored GET goes.
+            for fields in [[("ETag", "\"v2\"")], [("ETag", "\"v1\""), ("Content-Length", "9")], [("Cache-Control", "max-age=10")]] {
+                let cache = try HTTPCache()
+                stored(cache)
+                head(cache, fields, at: 5)
+                #expect(cache.plan(for: Self.request(at: url), now: cacheTime(6)).kind == .network(store: true), "\(fields)")
+            }
+        }
+
         /// A POST to another spelling of the same URL invalidates what is stored: before, a
         /// POST to `127.1` left the answer stored for `127.0.0.1` fresh.
         @Test func anUnsafeMethodInvalidatesEverySpellingOfItsURL() throws {
