@@ -208,6 +208,10 @@ public struct AdversarialStep: Sendable, Codable, CustomStringConvertible {
     public var weakensEntityTag = false
     /// A 416 carries the version's `ETag` and `Last-Modified`.
     public var validatorsOn416 = false
+    /// A complete answer keeps its connection open (no `Connection: close`) and the server
+    /// reads the next request on it: the client may reuse it, and the next step may close it
+    /// unanswered (a drop before the head), as a keep-alive server's idle timeout does.
+    public var keepsAlive = false
 
     public init(change: Change? = nil, ignoresIfRange: Bool = false, answer: Answer = .correct, drop: Drop? = nil,
                 chunkSize: Int = 16 << 10, chunkDelayMicroseconds: Int = 0) {
@@ -228,6 +232,7 @@ public struct AdversarialStep: Sendable, Codable, CustomStringConvertible {
         if gzip { parts.append("gzip") }
         if weakensEntityTag { parts.append("ETag sent weak") }
         if validatorsOn416 { parts.append("validators on 416") }
+        if keepsAlive { parts.append("kept alive") }
         if let drop { parts.append("drop: \(drop)") }
         return parts.joined(separator: "; ")
     }

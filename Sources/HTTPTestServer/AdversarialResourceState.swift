@@ -232,6 +232,10 @@ struct ResourceState: Sendable {
                 counted.append("ETag sent weak")
             }
         }
+        if step.keepsAlive {
+            said += ", kept alive"
+            counted.append("kept alive")
+        }
         if step.chunked, request.method != "HEAD" {
             said += ", chunked"
             counted.append("chunked")
@@ -244,7 +248,8 @@ struct ResourceState: Sendable {
         log.append(note)
         let response = AdversarialResumeServer.Response(status: status, headers: fields, body: body, drop: step.drop,
                                                          chunkSize: step.chunkSize,
-                                                         chunkDelayMicroseconds: step.chunkDelayMicroseconds, chunked: step.chunked)
+                                                         chunkDelayMicroseconds: step.chunkDelayMicroseconds, chunked: step.chunked,
+                                                         keepAlive: step.keepsAlive)
         return (response, counted)
     }
 }

@@ -15,8 +15,9 @@ import Glibc
 /// reset before the head or at any byte of the body. Answers may also be chunked, gzipped
 /// (whole answers only, their strong `ETag` sent weak, as nginx's gzip filter does), carry a
 /// strong `ETag` weakened, name an unknown (`/*`) or absurd (`…-9223372036854775807/*`)
-/// range, put validators on a 416, or redirect to the same resource by another path. Every
-/// answer closes the connection (`Connection: close`).
+/// range, put validators on a 416, or redirect to the same resource by another path. An
+/// answer closes its connection (`Connection: close`) unless its step keeps it alive; then the
+/// next request on it takes the next step, which may close it unanswered.
 ///
 /// What it never does is lie in a way no client could see: the bytes of a `206` are the ones
 /// its `Content-Range` names, and a version with new bytes differs from every earlier
@@ -157,23 +158,32 @@ public final class AdversarialResumeServer: Sendable {
         var chunkSize: Int
         var chunkDelayMicroseconds: Int
         var chunked = false
+        var keepAlive = false
     }
 
     private func serve(_ connection: Int32) {
         var open = true
         defer { if open { close(connection) } }
-        guard let request = readRequest(connection) else { return }
-        let response = respond(to: request)
+        var served = 0
+        while let request = readRequest(connection) {
+            if served > 0 { count(["request on a reused connection"]) }
+            served += 1
+            guard answer(request, response: respond(to: request), on: connection, open: &open) else { return }
+        }
+    }
+
+    /// Writes `response`; true when the connection stays open for the next request.
+    private func answer(_ request: Request, response: Response, on connection: Int32, open: inout Bool) -> Bool {
         if let drop = response.drop, drop.beforeHead {
             open = !closeConnection(connection, reset: drop.reset)
-            return
+            return false
         }
         var head = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
         let sendsBody = request.method != "HEAD"
         head += response.chunked && sendsBody ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(response.body.count)\r\n"
-        head += "Connection: close\r\n\r\n"
-        guard write(Array(head.utf8), to: connection) else { return }
+        head += response.keepAlive ? "\r\n" : "Connection: close\r\n\r\n"
+        guard write(Array(head.utf8), to: connection) else { return false }
         // What goes on the wire: chunked, one chunk per write; a drop cuts it anywhere, the
         // framing included.
         let body = response.chunked && sendsBody ? Self.chunkedFraming(response.body, chunkSize: response.chunkSize) : response.body
@@ -188,17 +198,19 @@ public final class AdversarialResumeServer: Sendable {
             while offset < cut {
                 if offset > 0, response.chunkDelayMicroseconds > 0 { usleep(UInt32(response.chunkDelayMicroseconds)) }
                 let end = min(cut, offset + writeSize)
-                guard write(Array(body[offset..<end]), to: connection) else { return }
+                guard write(Array(body[offset..<end]), to: connection) else { return false }
                 offset = end
             }
         }
         if let drop = response.drop {
             open = !closeConnection(connection, reset: drop.reset)
-            return
+            return false
         }
+        if response.keepAlive { return true }
         // Closes with a FIN once the client has read the answer: wait for its close (or a
         // second), so that a reset of unread bytes never cuts a complete answer short.
         Self.shutdownAndDrain(connection)
+        return false
     }
 
     /// `body` as chunked transfer coding, `chunkSize` bytes of data per chunk, then the last chunk.

@@ -167,6 +167,7 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
         case chunked
         case weakenedEntityTags = "weakened-etags"
         case validatorsOn416 = "validators-on-416"
+        case keepAlive = "keep-alive"
     }
 
     /// The scenario `index` of the campaign `seed`: the same pair draws the same scenario.
@@ -241,6 +242,7 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
             step.gzip = chance(forRange ? 10 : 25)
             step.weakensEntityTag = chance(10)
             step.validatorsOn416 = chance(50)
+            step.keepsAlive = chance(40)
             return step
         }
         func skipping(_ step: AdversarialStep, forRange: Bool) -> AdversarialStep {
@@ -252,6 +254,7 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
             if skips.contains(.chunked) { step.chunked = false }
             if skips.contains(.weakenedEntityTags) { step.weakensEntityTag = false }
             if skips.contains(.validatorsOn416) { step.validatorsOn416 = false }
+            if skips.contains(.keepAlive) { step.keepsAlive = false }
             let skipped: Bool = switch step.answer {
             case .status: skips.contains(forRange ? .statusWithRange : .statusWithoutRange)
             case .short206: skips.contains(.short206)
