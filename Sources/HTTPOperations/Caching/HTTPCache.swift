@@ -249,11 +249,17 @@ public final class HTTPCache: Sendable {
         }
         // The HEAD's own framing says nothing of the stored body.
         let updates = fields.filter { $0.name.caseInsensitiveCompare("Content-Length") != .orderedSame }
-        let merged = HTTPCachePolicy.merge(stored: stored, notModifiedFields: updates, requestTime: requestTime, responseTime: responseTime)
+        storeIfStorable(HTTPCachePolicy.merge(stored: stored, notModifiedFields: updates, requestTime: requestTime, responseTime: responseTime),
+                        requestFields: requestFields)
+    }
+
+    /// Stores a stored response updated by a 304 or a HEAD, or drops it when the update made it
+    /// unstorable (a `no-store`, a `Vary: *`: §3).
+    private func storeIfStorable(_ merged: CachedResponse, requestFields: [(name: String, value: String)]) {
         if HTTPCachePolicy.canStore(method: "GET", requestFields: requestFields, status: merged.status, responseFields: merged.fieldList) {
             storage.store(merged)
         } else {
-            storage.remove(key: key)
+            storage.remove(key: merged.key)
         }
     }
 
@@ -275,12 +281,7 @@ public final class HTTPCache: Sendable {
         }
         let merged = HTTPCachePolicy.merge(
             stored: stored, notModifiedFields: fields, requestTime: requestTime, responseTime: responseTime)
-        // The 304 may have added no-store (or Vary: *): then the entry must go (§3).
-        if HTTPCachePolicy.canStore(method: "GET", requestFields: requestFields, status: merged.status, responseFields: merged.fieldList) {
-            storage.store(merged)
-        } else {
-            storage.remove(key: merged.key)
-        }
+        storeIfStorable(merged, requestFields: requestFields)
         counters.withLock { $0.revalidations += 1 }
         return merged
     }
