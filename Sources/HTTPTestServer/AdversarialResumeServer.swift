@@ -35,6 +35,8 @@ public final class AdversarialResumeServer: Sendable {
     private let listener: Int32
     private let resources = Mutex<[String: ResourceState]>([:])
     private let answered = Mutex<[String: Int]>([:])
+    /// How many times each POST (by its `/p/<id>` path) arrived.
+    private let postArrivals = Mutex<[String: Int]>([:])
     private let stopped = Atomic<Bool>(false)
 
     /// Starts a server on 127.0.0.1 and a port the kernel picks.
@@ -112,6 +114,17 @@ public final class AdversarialResumeServer: Sendable {
         resources.withLock { $0[key]?.requests ?? 0 }
     }
 
+    /// How many times the POST to ``postPath(of:)`` arrived (its head read), answered or not.
+    public func arrivals(ofPost id: String) -> Int {
+        postArrivals.withLock { $0[id] ?? 0 }
+    }
+
+    /// The path of a POST the server counts: it answers `200` with `posted <id>` and keeps the
+    /// connection open, unless the request carries `X-Close-If-Reused: 1` and came on a reused
+    /// connection: then it closes the connection unanswered, as a server whose keep-alive
+    /// timeout ran out as the request arrived. A client must not send it again by itself.
+    public static func postPath(of id: String) -> String { "/p/" + id }
+
     /// How many answers of each kind the server gave so far (by ``AdversarialStep/Answer``'s
     /// kind as sent, drops, changes): what a campaign really exercised.
     public var answerCounts: [String: Int] { answered.withLock { $0 } }
@@ -147,6 +160,10 @@ public final class AdversarialResumeServer: Sendable {
         var rawRange: String?
         var ifRange: String?
         var acceptsGzip = false
+        /// The id of a POST to ``postPath(of:)``.
+        var postID: String?
+        /// `X-Close-If-Reused: 1` (see ``postPath(of:)``).
+        var closeIfReused = false
     }
 
     /// What to write: a head, a body, and where to stop.
@@ -168,6 +185,20 @@ public final class AdversarialResumeServer: Sendable {
         while let request = readRequest(connection) {
             if served > 0 { count(["request on a reused connection"]) }
             served += 1
+            if let id = request.postID {
+                postArrivals.withLock { $0[id, default: 0] += 1 }
+                if request.closeIfReused, served > 1 {
+                    count(["POST closed unanswered on a reused connection"])
+                    open = !closeConnection(connection, reset: false)
+                    return
+                }
+                count(["POST answered"])
+                let body = Array("posted \(id)".utf8)
+                let answer = Response(status: 200, headers: [], body: body, drop: nil, chunkSize: body.count, chunkDelayMicroseconds: 0,
+                                      keepAlive: true)
+                guard self.answer(request, response: answer, on: connection, open: &open) else { return }
+                continue
+            }
             guard answer(request, response: respond(to: request), on: connection, open: &open) else { return }
         }
     }
@@ -293,7 +324,10 @@ public final class AdversarialResumeServer: Sendable {
         var request = Request(method: String(requestLine[0]), key: nil, range: nil, rawRange: nil, ifRange: nil)
         if target.hasPrefix("/r/") {
             request.key = String(target.dropFirst(3).prefix { $0 != "?" })
+        } else if request.method == "POST", target.hasPrefix("/p/") {
+            request.postID = String(target.dropFirst(3))
         }
+        var bodyLength = 0
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
             let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
@@ -306,9 +340,21 @@ public final class AdversarialResumeServer: Sendable {
                 request.ifRange = value
             case "accept-encoding":
                 request.acceptsGzip = value.lowercased().contains("gzip")
+            case "x-close-if-reused":
+                request.closeIfReused = value == "1"
+            case "content-length":
+                bodyLength = Int(value) ?? 0
             default:
                 break
             }
+        }
+        // A body (a POST's) is read and dropped, so that the next request starts where it should.
+        var unread = bodyLength - (head.count - Self.endOfHead(head)! - 4)
+        while unread > 0 {
+            let count = recv(connection, &buffer, min(buffer.count, unread), 0)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return nil }
+            unread -= count
         }
         return request
     }

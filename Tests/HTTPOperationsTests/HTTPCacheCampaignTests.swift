@@ -25,7 +25,12 @@ extension AllTests.HTTPCacheOperations {
     /// - answered after a request ⇒ the body is the origin's current version;
     /// - every body names the request's `X-Lang` when the resource varies on it;
     /// - `.returnCacheDataDontLoad` never sends, and fails with `.resourceUnavailable` when
-    ///   it could not answer.
+    ///   it could not answer;
+    /// - liveness: a fresh answer the cache was given for the same selection (`X-Lang` if the
+    ///   resource varies, `Authorization`) since the last invalidation is answered without a
+    ///   request, and it is the latest such answer: languages and users do not evict each
+    ///   other's answer (several variants per URL). Not checked for credentialed requests
+    ///   when the memory tier is the small one of a disk campaign: those never go to disk.
     ///
     /// `HTTPOPERATIONS_SEED` replays a campaign; `HTTPOPERATIONS_CACHE_STEPS` sets the count
     /// (2,000 here, 150 under a sanitizer).
@@ -47,7 +52,7 @@ extension AllTests.HTTPCacheOperations {
                                   directory: onDisk ? directory : nil)
         let manager = Self.manager(cache)
         let resources = (0..<6).map { CampaignResource(index: $0, using: &generator) }
-        var model = CacheCampaignModel(resources: resources)
+        var model = CacheCampaignModel(resources: resources, memoryMayLoseCredentialed: onDisk)
         var violations: [String] = []
         for step in 0..<count {
             let action = CacheCampaignAction(using: &generator, resources: resources.count)
@@ -100,10 +105,22 @@ struct CacheCampaignModel {
     /// each with the `Authorization` of the request it answered.
     var versions: [Int]
     var given: [[(body: String, authorization: String?)]]
+    /// The latest answer stored for each selection (resource, `X-Lang` if it varies,
+    /// `Authorization`) since the last invalidation, for the liveness check.
+    var latestStored: [String: String] = [:]
+    /// Whether a credentialed answer may be evicted (the small memory tier of a disk
+    /// campaign): the liveness check skips those.
+    let memoryMayLoseCredentialed: Bool
 
-    init(resources: [CampaignResource]) {
+    init(resources: [CampaignResource], memoryMayLoseCredentialed: Bool) {
         versions = Array(repeating: 0, count: resources.count)
         given = Array(repeating: [], count: resources.count)
+        self.memoryMayLoseCredentialed = memoryMayLoseCredentialed
+    }
+
+    /// The selection a request falls in for resource `index`.
+    static func selection(_ index: Int, _ resource: CampaignResource, language: String, authorization: String?) -> String {
+        "\(index) \(resource.varies ? language : "*") \(authorization ?? "anonymous")"
     }
 }
 
@@ -148,6 +165,7 @@ enum CacheCampaignAction: CustomStringConvertible {
             let post = try await AllTests.HTTPCacheOperations.get(resources[index].url, on: manager, method: "POST")
             guard post.error == nil else { return "the POST failed: \(String(describing: post.error))" }
             model.given[index] = []
+            model.latestStored = model.latestStored.filter { !$0.key.hasPrefix("\(index) ") }
             return nil
         case .get(let index, let policy, let language, let authorization, let noCache):
             let resource = resources[index]
@@ -167,11 +185,20 @@ enum CacheCampaignAction: CustomStringConvertible {
             }
             if let error = operation.error { return "failed: \(error)" }
             if sent > 1 { return "\(sent) requests for one GET" }
+            let selection = CacheCampaignModel.selection(index, resource, language: language, authorization: authorization)
+            let mustHit = policy == .useProtocolCachePolicy && !noCache && resource.isFresh
+                && !(authorization != nil && model.memoryMayLoseCredentialed)
+            var missed: String?
+            if mustHit, let latest = model.latestStored[selection], sent != 0 || body != latest {
+                missed = "answered \"\(body)\" after \(sent) requests, though \"\(latest)\" was stored fresh for this selection"
+            }
             if sent == 1 {
                 guard body == current else { return "answered \"\(body)\" after a request, not the current \"\(current)\"" }
                 model.given[index].append((body, authorization))
-                return nil
+                if resource.isFresh { model.latestStored[selection] = body }
+                return missed
             }
+            if let missed { return missed }
             // Answered from the cache.
             let storedAllowed = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
                 || (policy == .useProtocolCachePolicy && resource.isFresh && !noCache)

@@ -14,10 +14,10 @@ extension AllTests {
     /// new `ETag`, date or length; ignore `If-Range`; answer a `Range` correctly or with a
     /// short, overlapping or late-starting `206`, a `206` without `Content-Range`, a `200`, a
     /// `416` or a 4xx/5xx; drop the connection with a FIN or a reset before the head or at
-    /// any byte of the body), a route (http, https through a TLS relay, http through a
-    /// forwarding proxy, https through a `CONNECT` tunnel — named in the route, or read from
-    /// `https_proxy` on the default route in a child process), a destination (a file, or
-    /// memory), and one to four runs: operations one after the other, started fresh, from the
+    /// any byte of the body), a route (http, https through a TLS relay, https over HTTP/2 to
+    /// nginx in front of the server, http through a forwarding proxy, https through a `CONNECT`
+    /// tunnel — named in the route, or read from `https_proxy` on the default route in a child
+    /// process), a destination (a file, memory, or an `OutputStream`), and one to four runs: operations one after the other, started fresh, from the
     /// sidecar (`download(_:to:)`), from `resumeData` (`init(resumeData:)`) or from a file cut
     /// short as by a crash, with pauses, resumes, cancels, stray resumes and manager shutdowns
     /// at random bytes or times. In child processes the first run of each scenario writes
@@ -27,7 +27,10 @@ extension AllTests {
     /// is a typed error, the file a true prefix of one version, and the resume state — the
     /// sidecar and the operation's `resumeData`, which must both be there when bytes are held
     /// — names that version (its validators and length) and no more bytes than the file has.
-    /// A run with no outcome within its deadline is a hang. Liveness, after the runs: once the
+    /// A run with no outcome within its deadline is a hang. A third of the runs send a POST
+    /// beside the download, on the same route and curl's same kept-alive connections, which the
+    /// server may close unanswered as the POST arrives: it must arrive at most once, and a
+    /// success is its own answer (`ResumeCampaignPosts.swift`). Liveness, after the runs: once the
     /// server answers as RFC 9110 says, a download from what they left completes within three
     /// retries with the current version. Every violation is counted and the
     /// first ones printed with their scenario, seed, plan and the server's log; the test

@@ -59,7 +59,8 @@ struct CacheDirectory: Sendable {
                   attributes[.type] as? FileAttributeType == .typeRegular
             else { continue }
             // An entry of another format version goes now, not when its key is next asked
-            // for: version 1 kept digests of credentials and `Set-Cookie` values.
+            // for: version 1 kept digests of credentials and `Set-Cookie` values, version 2 a
+            // varying response under its URL's own name, where version 3 looks for a plain one.
             if let header = FileHandle(forReadingAtPath: filePath(name)).map({ handle in
                 defer { try? handle.close() }
                 return handle.readData(ofLength: 6)

@@ -9,8 +9,9 @@ import Foundation
 enum CacheFileFormat {
     /// The magic bytes that open every entry file.
     static let magic: [UInt8] = Array("HCCE".utf8)
-    /// The current format version; files of another version are misses.
-    static let version: UInt16 = 2
+    /// The current format version; files of another version are deleted when the folder is
+    /// scanned. Version 3 keeps each variant of a URL in a file of its own.
+    static let version: UInt16 = 3
     /// Size of the fixed header: magic, version, metadata length.
     static let headerLength = 10
     /// The extension of entry files, which marks them as ours.
@@ -98,22 +99,49 @@ enum CacheFileFormat {
         return response
     }
 
-    /// The file name of the entry for `key`: a 64-bit FNV-1a hash in hex. The key is
-    /// stored inside the file, so a hash collision only causes a miss.
-    /// - Parameter key: The cache key.
-    /// - Returns: A name such as `cbf29ce484222325.httpcache`.
-    static func fileName(for key: String) -> String {
-        let hex = String(fnv1a64(key.utf8), radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex + "." + fileExtension
+    /// The file name of the entry stored under `storageKey` (see
+    /// ``CachedResponse/storageKey``): the 64-bit FNV-1a hash of its cache key in hex, then,
+    /// for one variant among several, `-` and the hash of the whole storage key. The cache key
+    /// comes first so that the files of one URL are known from their names alone (after a
+    /// restart, before any is read). The key is stored inside the file, so a hash collision
+    /// only causes a miss.
+    /// - Parameter storageKey: The storage key (a plain cache key for a response that varies
+    ///   on nothing and speaks for nobody).
+    /// - Returns: A name such as `cbf29ce484222325.httpcache` or
+    ///   `cbf29ce484222325-af63bd4c8601b7df.httpcache`.
+    static func fileName(for storageKey: String) -> String {
+        let key = CachedResponse.cacheKey(ofStorageKey: storageKey)
+        let variant = key == storageKey ? "" : "-" + hex(fnv1a64(storageKey.utf8))
+        return urlPrefix(forKey: key) + variant + "." + fileExtension
     }
 
-    /// Whether a directory entry is an entry file of ours (16 hex digits + extension).
+    /// What the names of all the files of one cache key begin with.
+    /// - Parameter key: The cache key.
+    /// - Returns: 16 hex digits.
+    static func urlPrefix(forKey key: String) -> String { hex(fnv1a64(key.utf8)) }
+
+    /// The ``urlPrefix(forKey:)`` an entry file's name begins with.
+    /// - Parameter name: A name ``isEntryFileName(_:)`` accepts.
+    /// - Returns: Its first 16 characters.
+    static func urlPrefix(ofFileName name: String) -> String { String(name.prefix(16)) }
+
+    /// Whether a directory entry is an entry file of ours (16 hex digits, optionally `-` and
+    /// 16 more, then the extension).
     /// - Parameter name: A file name found in the cache directory.
     /// - Returns: True for names `fileName(for:)` can produce.
     static func isEntryFileName(_ name: String) -> Bool {
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[1] == fileExtension, parts[0].utf8.count == 16 else { return false }
-        return parts[0].utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        guard parts.count == 2, parts[1] == fileExtension else { return false }
+        let hashes = parts[0].split(separator: "-", omittingEmptySubsequences: false)
+        return (1...2).contains(hashes.count) && hashes.allSatisfy { hash in
+            hash.utf8.count == 16 && hash.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        }
+    }
+
+    /// A hash as 16 lowercase hex digits.
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
     /// The 64-bit FNV-1a hash (offset basis 0xcbf29ce484222325, prime 0x100000001b3).

@@ -112,8 +112,8 @@ public final class HTTPCache: Sendable {
         storage.removeAll()
     }
 
-    /// Removes the stored response for a URL.
-    /// - Parameter url: The URL whose GET response should be forgotten.
+    /// Removes the stored responses for a URL (every variant: each language, each user).
+    /// - Parameter url: The URL whose GET responses should be forgotten.
     public func removeCachedResponse(for url: URL) {
         storage.remove(key: Self.cacheKey(for: url))
     }
@@ -135,7 +135,7 @@ public final class HTTPCache: Sendable {
         }
         let key = Self.cacheKey(for: url)
         // Only a GET can use a stored response; skip the (possibly disk) lookup otherwise.
-        let stored = method == "GET" && policy != .reloadIgnoringCache ? storage.load(key: key) : nil
+        let stored = method == "GET" && policy != .reloadIgnoringCache ? storage.load(key: key, requestFields: fields) : nil
         let plan = HTTPCachePolicy.plan(
             method: method, url: key, requestFields: fields, policy: policy, stored: stored, now: now)
         counters.withLock { counters in
@@ -235,7 +235,7 @@ public final class HTTPCache: Sendable {
     private func freshen(key: String, withHeadFields fields: [(name: String, value: String)], request: URLRequest,
                          requestTime: Date, responseTime: Date) {
         let requestFields = Self.headerFields(of: request)
-        guard let stored = storage.load(key: key), stored.key == key, stored.matchesVary(requestFields: requestFields) else { return }
+        guard let stored = storage.load(key: key, requestFields: requestFields), stored.key == key, stored.matchesVary(requestFields: requestFields) else { return }
         let tag = HeaderFieldList.firstValue(named: "ETag", in: fields)
         let date = HeaderFieldList.firstValue(named: "Last-Modified", in: fields)
         let length = HeaderFieldList.firstValue(named: "Content-Length", in: fields)
@@ -244,7 +244,7 @@ public final class HTTPCache: Sendable {
             && (date.map { $0 == stored.lastModified } ?? true)
             && (length.map { HTTPDecimal.parse($0) == Int64(stored.body.count) } ?? true)
         guard matches else {
-            storage.remove(key: key)
+            storage.remove(storageKey: stored.storageKey)
             return
         }
         // The HEAD's own framing says nothing of the stored body.
@@ -259,7 +259,7 @@ public final class HTTPCache: Sendable {
         if HTTPCachePolicy.canStore(method: "GET", requestFields: requestFields, status: merged.status, responseFields: merged.fieldList) {
             storage.store(merged)
         } else {
-            storage.remove(key: merged.key)
+            storage.remove(storageKey: merged.storageKey)
         }
     }
 
@@ -276,7 +276,7 @@ public final class HTTPCache: Sendable {
         requestFields: [(name: String, value: String)], requestTime: Date, responseTime: Date
     ) -> CachedResponse? {
         guard HTTPCachePolicy.notModifiedMatches(stored: stored, notModifiedFields: fields) else {
-            storage.remove(key: stored.key)
+            storage.remove(storageKey: stored.storageKey)
             return nil
         }
         let merged = HTTPCachePolicy.merge(

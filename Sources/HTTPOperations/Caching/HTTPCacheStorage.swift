@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// Stores cache entries in a memory tier and an optional disk tier, each bounded in
-/// bytes and evicting the least recently used entries first.
+/// bytes and evicting the least recently used entries first. A URL may have several entries,
+/// one per variant (``CachedResponse/storageKey``).
 ///
 /// The memory tier counts `CachedResponse.byteCount`; the disk tier counts file sizes,
 /// one file per entry named by `CacheFileFormat.fileName(for:)`. A disk hit is promoted
@@ -61,15 +62,34 @@ final class HTTPCacheStorage: Sendable {
     /// Bytes used by the disk tier.
     var diskUsage: Int { state.withLock { $0.diskUsage } }
 
-    /// Finds the entry stored under `key`, in memory first, then on disk.
-    /// - Parameter key: The cache key.
+    /// Finds the stored response a request selects among its URL's variants (see
+    /// ``CachedResponse/storageKey``), in memory first, then on disk.
+    ///
+    /// The variant is found by its storage key, made from the request's fields and the names
+    /// the URL was seen to vary on; after a restart, before those are known, the URL's newest
+    /// file is read to learn them.
+    /// - Parameters:
+    ///   - key: The cache key.
+    ///   - requestFields: The request's header fields.
     /// - Returns: The entry, or nil on a miss (including a file holding another key, or
     ///   a truncated or corrupt file, which is then deleted).
-    func load(key: String) -> CachedResponse? {
-        let fileName = CacheFileFormat.fileName(for: key)
+    func load(key: String, requestFields: [(name: String, value: String)] = []) -> CachedResponse? {
+        let prefix = CacheFileFormat.urlPrefix(forKey: key)
+        guard let names = state.withLock({ $0.variants[prefix]?.varyingNames }) else { return nil }
+        if names.isEmpty { return learnVaryingNames(key: key, prefix: prefix, requestFields: requestFields) }
+        for varyingNames in names {
+            let storageKey = CachedResponse.storageKey(key: key, varyingNames: varyingNames, requestFields: requestFields)
+            if let found = load(storageKey: storageKey) { return found }
+        }
+        return nil
+    }
+
+    /// Finds the entry stored under one storage key, in memory first, then on disk.
+    private func load(storageKey: String) -> CachedResponse? {
+        let fileName = CacheFileFormat.fileName(for: storageKey)
         let (inMemory, diskGeneration) = state.withLock { state -> (CachedResponse?, UInt64?) in
-            if let entry = state.memoryEntries[key] {
-                state.memoryOrder.touch(key)
+            if let entry = state.memoryEntries[storageKey] {
+                state.memoryOrder.touch(storageKey)
                 if state.diskFiles[fileName] != nil { state.diskOrder.touch(fileName) }
                 return (entry, nil)
             }
@@ -77,24 +97,46 @@ final class HTTPCacheStorage: Sendable {
         }
         if let inMemory { return inMemory }
         guard let directory, let diskGeneration else { return nil }
-        return loadFromDisk(key: key, fileName: fileName, generation: diskGeneration, directory: directory)
+        let decoded = directory.read(fileName).flatMap(CacheFileFormat.decode)
+        return accept(decoded, as: storageKey, fileName: fileName, generation: diskGeneration, directory: directory)
     }
 
-    /// Reads and decodes an entry file outside the lock, then promotes or deletes it.
+    /// Reads the newest file of a URL whose variants are on disk only, from an earlier run:
+    /// its `Vary` names the fields the request's variant is found by.
+    private func learnVaryingNames(key: String, prefix: String, requestFields: [(name: String, value: String)]) -> CachedResponse? {
+        guard let directory, let (fileName, generation) = state.withLock({ state in
+            state.variants[prefix]?.onDisk.compactMap { name in state.diskFiles[name].map { (name, $0.generation) } }
+                .max { $0.1 < $1.1 }
+        }) else { return nil }
+        let decoded = directory.read(fileName).flatMap(CacheFileFormat.decode)
+        // Another URL's file (the two hashes collide): a miss; no file: deleted by `accept`.
+        guard let decoded, decoded.key == key else {
+            return decoded == nil ? accept(nil, as: key, fileName: fileName, generation: generation, directory: directory) : nil
+        }
+        let varyingNames = decoded.varyingNames
+        state.withLock { $0.updateVariants(of: prefix) { $0.noteVarying(on: varyingNames) } }
+        let storageKey = CachedResponse.storageKey(key: key, varyingNames: varyingNames, requestFields: requestFields)
+        guard CacheFileFormat.fileName(for: storageKey) == fileName else { return load(storageKey: storageKey) }
+        return accept(decoded, as: storageKey, fileName: fileName, generation: generation, directory: directory)
+    }
+
+    /// Acts on a file read and decoded outside the lock: promotes it to memory when it holds
+    /// the entry asked for, deletes it when it did not decode.
     /// - Parameters:
-    ///   - key: The cache key asked for.
-    ///   - fileName: The key's file name.
+    ///   - decoded: The file's entry, or nil when it did not decode.
+    ///   - storageKey: The storage key asked for.
+    ///   - fileName: The file read.
     ///   - generation: The file's generation when the lookup was made.
     ///   - directory: The cache directory.
     /// - Returns: The entry, or nil on a miss.
-    private func loadFromDisk(key: String, fileName: String, generation: UInt64, directory: CacheDirectory) -> CachedResponse? {
-        let decoded = directory.read(fileName).flatMap(CacheFileFormat.decode)
-        if let decoded, decoded.key == key {
+    private func accept(_ decoded: CachedResponse?, as storageKey: String, fileName: String, generation: UInt64,
+                        directory: CacheDirectory) -> CachedResponse? {
+        if let decoded, decoded.storageKey == storageKey {
             state.withLock { state in
                 // Promote only if no newer entry replaced the file meanwhile.
                 guard state.diskFiles[fileName]?.generation == generation else { return }
                 state.diskOrder.touch(fileName)
-                state.putInMemory(decoded, capacity: memoryCapacity)
+                state.putInMemory(decoded, storageKey: storageKey, capacity: memoryCapacity)
             }
             directory.markUsed(fileName, at: Date())
             return decoded
@@ -108,22 +150,27 @@ final class HTTPCacheStorage: Sendable {
         return nil
     }
 
-    /// Stores an entry in both tiers, replacing the entry with the same key. A tier too
-    /// small for the entry does not keep it (and drops its old entry for the key).
+    /// Stores an entry in both tiers, replacing the entry of the same variant (the same
+    /// storage key) and no other. A tier too small for the entry does not keep it (and drops
+    /// its old entry for the variant).
     /// - Parameter response: The entry to store.
     func store(_ response: CachedResponse) {
-        let fileName = CacheFileFormat.fileName(for: response.key)
+        let storageKey = response.storageKey
+        let fileName = CacheFileFormat.fileName(for: storageKey)
+        let varyingNames = response.varyingNames
         let written = writeTemporaryFile(for: response)
         state.withLock { state in
-            state.putInMemory(response, capacity: memoryCapacity)
-            guard let directory else { return }
-            if let written {
-                state.moveDiskFileIntoPlace(
-                    written.temporaryName, as: fileName, size: written.size,
-                    directory: directory, capacity: diskCapacity)
-            } else {
-                state.removeDiskFile(fileName, directory: directory)
+            state.putInMemory(response, storageKey: storageKey, capacity: memoryCapacity)
+            if let directory {
+                if let written {
+                    state.moveDiskFileIntoPlace(
+                        written.temporaryName, as: fileName, size: written.size,
+                        directory: directory, capacity: diskCapacity)
+                } else {
+                    state.removeDiskFile(fileName, directory: directory)
+                }
             }
+            state.updateVariants(of: CacheFileFormat.urlPrefix(forKey: response.key)) { $0.noteVarying(on: varyingNames) }
         }
     }
 
@@ -142,12 +189,29 @@ final class HTTPCacheStorage: Sendable {
         return (temporaryName, file.count)
     }
 
-    /// Removes the entry stored under `key` from both tiers.
+    /// Removes every variant of a URL from both tiers. On disk that is every file whose name
+    /// begins with the key's hash: in the rare case of another URL with the same hash, its
+    /// files go too, which costs that URL a miss and nothing else.
     /// - Parameter key: The cache key.
     func remove(key: String) {
-        let fileName = CacheFileFormat.fileName(for: key)
+        let prefix = CacheFileFormat.urlPrefix(forKey: key)
         state.withLock { state in
-            state.removeFromMemory(key)
+            guard let record = state.variants[prefix] else { return }
+            for storageKey in record.inMemory where CachedResponse.cacheKey(ofStorageKey: storageKey) == key {
+                state.removeFromMemory(storageKey)
+            }
+            if let directory {
+                for name in record.onDisk { state.removeDiskFile(name, directory: directory) }
+            }
+        }
+    }
+
+    /// Removes one variant from both tiers.
+    /// - Parameter storageKey: Its ``CachedResponse/storageKey``.
+    func remove(storageKey: String) {
+        let fileName = CacheFileFormat.fileName(for: storageKey)
+        state.withLock { state in
+            state.removeFromMemory(storageKey)
             if let directory { state.removeDiskFile(fileName, directory: directory) }
         }
     }
@@ -164,6 +228,7 @@ final class HTTPCacheStorage: Sendable {
             state.diskFiles.removeAll()
             state.diskOrder.removeAll()
             state.diskUsage = 0
+            state.variants.removeAll()
         }
     }
 }

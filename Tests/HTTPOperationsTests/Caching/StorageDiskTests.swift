@@ -25,7 +25,8 @@ extension AllTests {
             let second = try HTTPCacheStorage(memoryCapacity: 0, diskCapacity: 1 << 20, directory: directory)
             #expect(second.diskUsage == first.diskUsage)
             #expect(second.diskUsage > 0)
-            #expect(second.load(key: response.key) == response)
+            #expect(second.load(key: response.key, requestFields: [("Accept", "text/html")]) == response)
+            #expect(second.load(key: response.key, requestFields: [("Accept", "text/plain")]) == nil)
             #expect(second.load(key: "GET https://example.com/other") == nil)
         }
 

@@ -21,8 +21,13 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
         case httpsThroughEnvironmentProxy = "https via CONNECT from https_proxy"
         /// http on the default route (`http_proxy` unset: direct), in the same child.
         case httpDefaultRoute = "http on the default route"
+        /// https over HTTP/2 to nginx, which passes requests on to the server over HTTP/1.1
+        /// (``CampaignHTTP2Front``; the test's process only).
+        case http2ThroughNginx = "https over HTTP/2 via nginx"
 
-        var isTLS: Bool { self == .https || self == .httpsThroughConnect || self == .httpsThroughEnvironmentProxy }
+        var isTLS: Bool {
+            self == .https || self == .httpsThroughConnect || self == .httpsThroughEnvironmentProxy || self == .http2ThroughNginx
+        }
     }
 
     /// Which processes a scenario may run in.
@@ -106,11 +111,28 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
         var description: String { "\(action) \(trigger)" }
     }
 
+    /// A POST sent beside a run's download, on the same route: it shares curl's kept-alive
+    /// connections with the downloads, which the server may close as the POST arrives.
+    struct Post: Sendable, CustomStringConvertible {
+        /// Its path's id (``AdversarialResumeServer/postPath(of:)``), unique in the campaign.
+        var id: String
+        /// The server closes the connection unanswered when the POST comes on a reused one.
+        var closeIfReused: Bool
+        /// Its body is a `StreamedRequestBody` (else `httpBody`).
+        var streamed: Bool
+
+        var description: String {
+            "POST \(id) beside it (\(streamed ? "streamed" : "httpBody")\(closeIfReused ? ", closed unanswered if on a reused connection" : ""))"
+        }
+    }
+
     struct Run: Sendable, CustomStringConvertible {
         var start: Start
         var retries: Int
         var retriesStatuses: Bool
         var events: [Event]
+        /// A POST sent as the run starts, or none.
+        var post: Post?
         /// Enqueued on a manager of its own (which a shutdown event shuts down).
         var usesManager: Bool {
             events.contains { if case .shutdown = $0.action { return true } else { return false } }
@@ -119,6 +141,7 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
         var description: String {
             "\(start); \(retries) retries\(retriesStatuses ? " (and of 408/429/502/503/504)" : "")"
                 + (events.isEmpty ? "" : "; " + events.map(\.description).joined(separator: ", "))
+                + (post.map { "; \($0)" } ?? "")
         }
     }
 
@@ -131,7 +154,7 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
     /// download cannot start over once bytes went out, so a changed version fails it.
     var toStream = false
     let route: Route
-    let runs: [Run]
+    var runs: [Run]
 
     var description: String {
         var lines = ["scenario \(index) (seed \(seed), \(mode.rawValue)): \(resource.length) B, ETag \(resource.entityTag.rawValue), "
@@ -290,9 +313,11 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
             route = chance(75) ? .httpsThroughEnvironmentProxy : .httpDefaultRoute
         case .inProcess, .writeLimited:
             route = switch Int.random(in: 0..<100, using: &random) {
-            case 0..<40: .http
-            case 40..<55: .https
-            case 55..<70: .httpThroughProxy
+            case 0..<34: .http
+            case 34..<48: .https
+            // nginx runs in the test's process only: a child goes over https instead.
+            case 48..<64: mode == .inProcess ? .http2ThroughNginx : .https
+            case 64..<78: .httpThroughProxy
             default: .httpsThroughConnect
             }
         }
@@ -338,6 +363,10 @@ struct CampaignScenario: Sendable, CustomStringConvertible {
         var scenario = CampaignScenario(index: index, seed: seed, mode: mode, resource: resource, toFile: toFile, route: route, runs: runs)
         // Drawn last, so that every earlier draw of a seed stays what it was.
         scenario.toStream = !toFile && chance(40)
+        for number in scenario.runs.indices where chance(35) {
+            scenario.runs[number].post = Post(id: "c\(index)-\(String(seed, radix: 36))-\(number)", closeIfReused: chance(60),
+                                              streamed: chance(50))
+        }
         return scenario
     }
 }

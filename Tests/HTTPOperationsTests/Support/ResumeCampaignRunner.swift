@@ -36,8 +36,11 @@ final class CampaignServers: Sendable {
         proxyRoute = NetworkRoute(proxy: .proxy(try Proxy(proxy.url)))
     }
 
-    func url(_ scenario: CampaignScenario) -> URL {
-        let path = AdversarialResumeServer.path(of: scenario.resource.key)
+    func url(_ scenario: CampaignScenario, path: String? = nil) -> URL {
+        let path = path ?? AdversarialResumeServer.path(of: scenario.resource.key)
+        if scenario.route == .http2ThroughNginx, let front = CampaignHTTP2Front.shared {
+            return URL(string: "https://127.0.0.1:\(front.port)\(path)")!
+        }
         return scenario.route.isTLS
             ? URL(string: "https://127.0.0.1:\(tls.port)\(path)")!
             : URL(string: "http://127.0.0.1:\(server.port)\(path)")!
@@ -45,7 +48,7 @@ final class CampaignServers: Sendable {
 
     func configure(_ operation: HTTPRequestOperation, for route: CampaignScenario.Route) {
         switch route {
-        case .http, .https: operation.route = NetworkRoute(proxy: .direct)
+        case .http, .https, .http2ThroughNginx: operation.route = NetworkRoute(proxy: .direct)
         case .httpThroughProxy, .httpsThroughConnect: operation.route = proxyRoute
         case .httpsThroughEnvironmentProxy, .httpDefaultRoute: operation.route = .default
         }
@@ -465,6 +468,8 @@ final class CampaignScenarioExecution: @unchecked Sendable {
     private let events = Mutex<[String: Int]>([:])
     /// The in-memory `OutputStream` each run of a stream scenario wrote to, by operation.
     private var streams: [ObjectIdentifier: OutputStream] = [:]
+    /// The POST the current run sent beside its download (see `ResumeCampaignPosts.swift`).
+    private var pendingPost: PendingPost?
 
     init(_ scenario: CampaignScenario, servers: CampaignServers, folder: URL, runDeadline: Duration, idleTimeout: TimeInterval) {
         self.scenario = scenario
@@ -482,6 +487,10 @@ final class CampaignScenarioExecution: @unchecked Sendable {
             let number = nextRun
             nextRun += 1
             await runOne(number)
+            if let post = pendingPost {
+                pendingPost = nil
+                await judge(post, run: number)
+            }
         }
         if nextRun >= scenario.runs.count { ended = true }
     }
@@ -544,11 +553,11 @@ final class CampaignScenarioExecution: @unchecked Sendable {
         previous = nil
     }
 
-    private func count(_ event: String) {
+    func count(_ event: String) {
         events.withLock { $0[event, default: 0] += 1 }
     }
 
-    private func violation(_ run: Int, _ kind: String, _ detail: @autoclosure () -> String) {
+    func violation(_ run: Int, _ kind: String, _ detail: @autoclosure () -> String) {
         tally.record(scenario, run: run, kind: kind, detail: detail, serverLog: { servers.server.log(of: scenario.resource.key) })
     }
 
@@ -625,6 +634,7 @@ final class CampaignScenarioExecution: @unchecked Sendable {
             }
         }
 
+        pendingPost = run.post.map(startPost)
         if let manager {
             manager.enqueue(operation)
         } else {
@@ -652,6 +662,9 @@ final class CampaignScenarioExecution: @unchecked Sendable {
             count("shutdown: \(report.pausedDownloads.count) paused, \(report.cancelled) cancelled, \(report.completed) completed")
         }
         tally.runs += 1
+        if scenario.route == .http2ThroughNginx, let version = operation.timings?.lastTransfer.httpVersion {
+            count("route \(scenario.route.rawValue): answered over HTTP/\(version)")
+        }
         let error = recorder.first ?? nil
         let metrics = operation.downloadMetrics
         if metrics.automaticResumes > 0 { count("library: automatic resumes"); events.withLock { $0["library: automatic resumes (sum)", default: 0] += metrics.automaticResumes } }
