@@ -35,8 +35,11 @@ public final class AdversarialResumeServer: Sendable {
     private let listener: Int32
     private let resources = Mutex<[String: ResourceState]>([:])
     private let answered = Mutex<[String: Int]>([:])
-    /// How many times each POST (by its `/p/<id>` path) arrived.
+    /// How many times each POST (by its `/p/<id>` path) arrived: counted when its head is
+    /// read, before its body, so a resend whose first body was cut counts twice.
     private let postArrivals = Mutex<[String: Int]>([:])
+    /// The POSTs whose answer was written whole.
+    private let postsAnswered = Mutex<Set<String>>([])
     private let stopped = Atomic<Bool>(false)
 
     /// Starts a server on 127.0.0.1 and a port the kernel picks.
@@ -104,6 +107,12 @@ public final class AdversarialResumeServer: Sendable {
         resources.withLock { $0[key]?.versions ?? [] }
     }
 
+    /// The version `key` serves now: the last one made, or an earlier one the resource went
+    /// back to (a length changed, then changed back).
+    public func currentVersion(of key: String) -> AdversarialVersion? {
+        resources.withLock { $0[key].map { $0.versions[$0.current] } }
+    }
+
     /// What each request for `key` asked and got, one line per request.
     public func log(of key: String) -> [String] {
         resources.withLock { $0[key]?.log ?? [] }
@@ -112,6 +121,11 @@ public final class AdversarialResumeServer: Sendable {
     /// How many requests for `key` the server has answered (or begun to).
     public func requestCount(of key: String) -> Int {
         resources.withLock { $0[key]?.requests ?? 0 }
+    }
+
+    /// Whether the server wrote its whole answer to the POST to ``postPath(of:)``.
+    public func answered(post id: String) -> Bool {
+        postsAnswered.withLock { $0.contains(id) }
     }
 
     /// How many times the POST to ``postPath(of:)`` arrived (its head read), answered or not.
@@ -186,7 +200,6 @@ public final class AdversarialResumeServer: Sendable {
             if served > 0 { count(["request on a reused connection"]) }
             served += 1
             if let id = request.postID {
-                postArrivals.withLock { $0[id, default: 0] += 1 }
                 if request.closeIfReused, served > 1 {
                     count(["POST closed unanswered on a reused connection"])
                     open = !closeConnection(connection, reset: false)
@@ -197,6 +210,7 @@ public final class AdversarialResumeServer: Sendable {
                 let answer = Response(status: 200, headers: [], body: body, drop: nil, chunkSize: body.count, chunkDelayMicroseconds: 0,
                                       keepAlive: true)
                 guard self.answer(request, response: answer, on: connection, open: &open) else { return }
+                postsAnswered.withLock { _ = $0.insert(id) }
                 continue
             }
             guard answer(request, response: respond(to: request), on: connection, open: &open) else { return }
@@ -327,6 +341,7 @@ public final class AdversarialResumeServer: Sendable {
         } else if request.method == "POST", target.hasPrefix("/p/") {
             request.postID = String(target.dropFirst(3))
         }
+        if let id = request.postID { postArrivals.withLock { $0[id, default: 0] += 1 } }
         var bodyLength = 0
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }

@@ -28,8 +28,12 @@ extension RequestRouter {
         }
         let notModified = (etag != nil && head.headers.first(name: "If-None-Match") == etag)
             || (etag == nil && lastModified != nil && head.headers.first(name: "If-Modified-Since") == lastModified)
-        if notModified {
+        // `X-Contradict: 1` on a conditional request: a 304 naming another version, as a
+        // server behind a load balancer with differing ETags may answer.
+        let contradicts = head.headers.first(name: "X-Contradict") == "1" && head.headers.contains(name: "If-None-Match")
+        if notModified || contradicts {
             _ = counters.next(key + "#304")
+            if contradicts { fields = fields.filter { $0.0 != "ETag" } + [("ETag", "\"another\"")] }
             writeHead(context, head, status: 304, headers: HTTPHeaders(fields))
             return finish(context, head)
         }

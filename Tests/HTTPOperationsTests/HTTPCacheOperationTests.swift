@@ -56,6 +56,25 @@ extension AllTests {
             #expect(cache.statistics.hits == 1 && cache.statistics.stores == 1)
         }
 
+        /// A 304 that contradicts one stored variant drops that variant only: the other
+        /// languages' answers are still revalidated, not loaded again.
+        @Test func aContradictingNotModifiedDropsOnlyItsVariant() async throws {
+            let cache = try HTTPCache()
+            let manager = Self.manager(cache)
+            let key = Self.key("contradicted")
+            let url = testServer.url(.cacheable(key: key, cacheControl: "max-age=0", etag: true, vary: "X-Lang"))
+            try await Self.get(url, on: manager, headers: ["X-Lang": "en"])
+            try await Self.get(url, on: manager, headers: ["X-Lang": "fr"])
+            let contradicted = try await Self.get(url, on: manager, headers: ["X-Lang": "en", "X-Contradict": "1"])
+            #expect((contradicted.error as? URLError)?.code == .badServerResponse)
+            let french = try await Self.get(url, on: manager, headers: ["X-Lang": "fr"])
+            #expect(french.cacheResult == .revalidated)
+            #expect(Self.body(french) == "\(key) version 0 for fr")
+            let english = try await Self.get(url, on: manager, headers: ["X-Lang": "en"])
+            #expect(english.cacheResult != .revalidated)
+            #expect(Self.body(english) == "\(key) version 0 for en")
+        }
+
         @Test func aStaleResponseIsRevalidatedWithItsETagAndA304IsTheStoredAnswer() async throws {
             let cache = try HTTPCache()
             let manager = Self.manager(cache)

@@ -140,6 +140,27 @@ struct CacheDirectory: Sendable {
         FileManager.default.contents(atPath: filePath(name))
     }
 
+    /// What ``readMetadata(_:)`` found.
+    struct MetadataRead {
+        /// The metadata, or nil when the file is not an entry of this format version.
+        var decoded: CacheFileFormat.VariantMetadata?
+    }
+
+    /// Reads an entry file's metadata, not its body.
+    /// - Parameter name: The file name.
+    /// - Returns: What was found, or nil when the file could not be read (gone, or no
+    ///   descriptor left): nothing is known of it then.
+    func readMetadata(_ name: String) -> MetadataRead? {
+        guard let handle = FileHandle(forReadingAtPath: filePath(name)) else { return nil }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: CacheFileFormat.headerLength) else { return nil }
+        // Metadata is a few KiB; a length past 16 MiB is not ours.
+        guard let end = CacheFileFormat.metadataEnd(header: header ?? Data()), end <= 16 << 20,
+              let rest = try? handle.read(upToCount: end - CacheFileFormat.headerLength)
+        else { return MetadataRead(decoded: nil) }
+        return MetadataRead(decoded: CacheFileFormat.decodeVariantMetadata((header ?? Data()) + (rest ?? Data())))
+    }
+
     /// Records a use in the file's modification date, so the LRU order survives a
     /// restart. Best effort: a failure only makes the order less exact.
     /// - Parameters:

@@ -73,6 +73,37 @@ enum CacheFileFormat {
         return file
     }
 
+    /// What a file's metadata says of the entry's place among its URL's variants.
+    struct VariantMetadata: Equatable {
+        /// The cache key.
+        var key: String
+        /// See ``CachedResponse/varyingNames``.
+        var varyingNames: [String]
+    }
+
+    /// The number of bytes that hold a file's header and metadata, read from its first
+    /// ``headerLength`` bytes; nil when they are not a header of this format version.
+    static func metadataEnd(header: Data) -> Int? {
+        let bytes = [UInt8](header.prefix(headerLength))
+        guard bytes.count == headerLength, Array(bytes[0..<4]) == magic,
+              UInt16(bytes[4]) << 8 | UInt16(bytes[5]) == version else { return nil }
+        return headerLength + bytes[6..<10].reduce(0) { $0 << 8 | Int($1) }
+    }
+
+    /// Reads the key and `Vary` names from a file's first ``metadataEnd(header:)`` bytes,
+    /// without its body.
+    /// - Parameter prefix: The file's header and metadata.
+    /// - Returns: Nil when they do not decode.
+    static func decodeVariantMetadata(_ prefix: Data) -> VariantMetadata? {
+        guard let end = metadataEnd(header: prefix), prefix.count >= end,
+              let metadata = try? JSONDecoder().decode(Metadata.self, from: prefix[(prefix.startIndex + headerLength)..<(prefix.startIndex + end)])
+        else { return nil }
+        return VariantMetadata(key: metadata.key, varyingNames: metadata.varyingRequestFields.map(\.name).sorted())
+    }
+
+    /// Whether an entry file holds one variant among several (its name has a second hash).
+    static func isVariantFileName(_ name: String) -> Bool { name.contains("-") }
+
     /// Deserializes an entry file.
     /// - Parameter file: The file content.
     /// - Returns: The entry, or nil when the file is truncated, corrupt or of another

@@ -196,20 +196,24 @@ public final class HTTPCache: Sendable {
             counters.withLock { $0.invalidations += 1 }
             return nil
         }
-        if method == "HEAD" {
-            if status == 200 { freshen(key: key, withHeadFields: fields, request: request, requestTime: requestTime, responseTime: responseTime) }
-            return nil
-        }
         // Invalidated since the request was planned: its answer may be the version replaced.
         if let ticket, !invalidations.withLock({ $0.allowsStoring(key, plannedAt: ticket) }) {
-            if status == 304 { storage.remove(key: key) }
+            if status == 304 || method == "HEAD" { storage.remove(key: key) }
+            return nil
+        }
+        if method == "HEAD" {
+            if status == 200 {
+                freshen(key: key, withHeadFields: fields, request: request, requestTime: requestTime, responseTime: responseTime)
+                dropIfInvalidated(key: key, plannedAt: ticket)
+            }
             return nil
         }
         let requestFields = Self.headerFields(of: request)
         if status == 304 {
             guard case .revalidate(let stored, _) = plan else { return nil }
-            return mergeNotModified(stored: stored, fields: fields, requestFields: requestFields,
-                                    requestTime: requestTime, responseTime: responseTime)
+            let merged = mergeNotModified(stored: stored, fields: fields, requestFields: requestFields,
+                                          requestTime: requestTime, responseTime: responseTime)
+            return dropIfInvalidated(key: key, plannedAt: ticket) ? nil : merged
         }
         let mayStore: Bool
         switch plan {
@@ -224,7 +228,26 @@ public final class HTTPCache: Sendable {
             key: key, url: Self.storedURL(url), status: status, responseFields: HTTPCachePolicy.storableFields(fields), body: body,
             requestFields: requestFields, requestTime: requestTime, responseTime: responseTime))
         counters.withLock { $0.stores += 1 }
+        dropIfInvalidated(key: key, plannedAt: ticket)
         return nil
+    }
+
+    /// Removes what was just stored under `key` when an unsafe method invalidated it since the
+    /// request was planned. The check before storing cannot see an invalidation that lands
+    /// between it and the store; this one, after, can: an invalidation logs first, then
+    /// removes, so either it removes what was stored or this check sees it.
+    /// - Returns: True when the key was invalidated (and its entries removed).
+    @discardableResult
+    private func dropIfInvalidated(key: String, plannedAt ticket: UInt64?) -> Bool {
+        guard let ticket, !invalidations.withLock({ $0.allowsStoring(key, plannedAt: ticket) }) else { return false }
+        storage.remove(key: key)
+        return true
+    }
+
+    /// Forgets one stored response (one variant of its URL): a revalidation of it was answered
+    /// with a 304 the cache could not use.
+    func removeStored(_ stored: CachedResponse) {
+        storage.remove(storageKey: stored.storageKey)
     }
 
     /// A 200 to a HEAD updates the stored GET response it could have been chosen for, or

@@ -66,8 +66,10 @@ final class HTTPCacheStorage: Sendable {
     /// ``CachedResponse/storageKey``), in memory first, then on disk.
     ///
     /// The variant is found by its storage key, made from the request's fields and the names
-    /// the URL was seen to vary on; after a restart, before those are known, the URL's newest
-    /// file is read to learn them.
+    /// the URL was seen to vary on; after a restart, before those are known, the metadata of the
+    /// URL's newest variant file is read to learn them. A variant that varies on other names
+    /// than the newest (the server changed its `Vary`) is not found after a restart: a miss,
+    /// and its file goes when the tier evicts it.
     /// - Parameters:
     ///   - key: The cache key.
     ///   - requestFields: The request's header fields.
@@ -75,8 +77,11 @@ final class HTTPCacheStorage: Sendable {
     ///   a truncated or corrupt file, which is then deleted).
     func load(key: String, requestFields: [(name: String, value: String)] = []) -> CachedResponse? {
         let prefix = CacheFileFormat.urlPrefix(forKey: key)
-        guard let names = state.withLock({ $0.variants[prefix]?.varyingNames }) else { return nil }
-        if names.isEmpty { return learnVaryingNames(key: key, prefix: prefix, requestFields: requestFields) }
+        guard let known = state.withLock({ $0.variants[prefix]?.varyingNames }) else { return nil }
+        var names = known.isEmpty ? learnVaryingNames(key: key, prefix: prefix) : known
+        // A response that varies on nothing is a candidate for every request (kept beside the
+        // varying ones when the server began or stopped sending `Vary`).
+        if !names.contains([]) { names.append([]) }
         for varyingNames in names {
             let storageKey = CachedResponse.storageKey(key: key, varyingNames: varyingNames, requestFields: requestFields)
             if let found = load(storageKey: storageKey) { return found }
@@ -96,28 +101,36 @@ final class HTTPCacheStorage: Sendable {
             return (nil, state.diskFiles[fileName]?.generation)
         }
         if let inMemory { return inMemory }
-        guard let directory, let diskGeneration else { return nil }
-        let decoded = directory.read(fileName).flatMap(CacheFileFormat.decode)
-        return accept(decoded, as: storageKey, fileName: fileName, generation: diskGeneration, directory: directory)
+        // A file that cannot be read now (gone, or no descriptor left) is a miss, not a
+        // reason to delete it; one that reads but does not decode is deleted.
+        guard let directory, let generation = diskGeneration, let file = directory.read(fileName) else { return nil }
+        return accept(CacheFileFormat.decode(file), as: storageKey, fileName: fileName, generation: generation, directory: directory)
     }
 
-    /// Reads the newest file of a URL whose variants are on disk only, from an earlier run:
-    /// its `Vary` names the fields the request's variant is found by.
-    private func learnVaryingNames(key: String, prefix: String, requestFields: [(name: String, value: String)]) -> CachedResponse? {
-        guard let directory, let (fileName, generation) = state.withLock({ state in
-            state.variants[prefix]?.onDisk.compactMap { name in state.diskFiles[name].map { (name, $0.generation) } }
-                .max { $0.1 < $1.1 }
-        }) else { return nil }
-        let decoded = directory.read(fileName).flatMap(CacheFileFormat.decode)
-        // Another URL's file (the two hashes collide): a miss; no file: deleted by `accept`.
-        guard let decoded, decoded.key == key else {
-            return decoded == nil ? accept(nil, as: key, fileName: fileName, generation: generation, directory: directory) : nil
+    /// Learns which fields a URL varies on when its variants are on disk only, from an
+    /// earlier run: from the metadata (not the body) of its newest variant file. The names are
+    /// remembered, so this runs once per URL: with `[]` when the URL has no variant file, or
+    /// when that file is another URL's (the hashes collide: its own variants stay unfound, a
+    /// miss). A file that cannot be read now teaches nothing and is tried again next time; one
+    /// that is not an entry is deleted.
+    /// - Returns: The sets of names to look the request's variant up with.
+    private func learnVaryingNames(key: String, prefix: String) -> [[String]] {
+        let newest = state.withLock { state in
+            state.variants[prefix]?.onDisk.filter(CacheFileFormat.isVariantFileName)
+                .compactMap { name in state.diskFiles[name].map { (name: name, generation: $0.generation) } }
+                .max { $0.generation < $1.generation }
         }
-        let varyingNames = decoded.varyingNames
-        state.withLock { $0.updateVariants(of: prefix) { $0.noteVarying(on: varyingNames) } }
-        let storageKey = CachedResponse.storageKey(key: key, varyingNames: varyingNames, requestFields: requestFields)
-        guard CacheFileFormat.fileName(for: storageKey) == fileName else { return load(storageKey: storageKey) }
-        return accept(decoded, as: storageKey, fileName: fileName, generation: generation, directory: directory)
+        var learned: [String] = []
+        if let directory, let newest {
+            guard let head = directory.readMetadata(newest.name) else { return [] }
+            guard let metadata = head.decoded else {
+                _ = accept(nil, as: key, fileName: newest.name, generation: newest.generation, directory: directory)
+                return []
+            }
+            if metadata.key == key { learned = metadata.varyingNames }
+        }
+        state.withLock { $0.updateVariants(of: prefix) { $0.noteVarying(on: learned) } }
+        return [learned]
     }
 
     /// Acts on a file read and decoded outside the lock: promotes it to memory when it holds
@@ -132,12 +145,15 @@ final class HTTPCacheStorage: Sendable {
     private func accept(_ decoded: CachedResponse?, as storageKey: String, fileName: String, generation: UInt64,
                         directory: CacheDirectory) -> CachedResponse? {
         if let decoded, decoded.storageKey == storageKey {
-            state.withLock { state in
-                // Promote only if no newer entry replaced the file meanwhile.
-                guard state.diskFiles[fileName]?.generation == generation else { return }
+            // Only if the file is still the one indexed: else a newer entry replaced it, or an
+            // invalidation removed it, while it was read, and this one must not be the answer.
+            let current = state.withLock { state in
+                guard state.diskFiles[fileName]?.generation == generation else { return false }
                 state.diskOrder.touch(fileName)
                 state.putInMemory(decoded, storageKey: storageKey, capacity: memoryCapacity)
+                return true
             }
+            guard current else { return nil }
             directory.markUsed(fileName, at: Date())
             return decoded
         }

@@ -116,7 +116,7 @@ extension URLConnectionOperation {
                                                     fields: head.fields, body: data, requestTime: exchange.requestTime,
                                                     responseTime: Date(), plannedAt: exchange.ticket, answeredBy: url)
         if merged == nil, head.statusCode == 304, case .revalidate(let stored, _) = exchange.plan {
-            exchange.cache.removeCachedResponse(for: exchange.request.url ?? url)
+            exchange.cache.removeStored(stored)
             let error = URLError(.badServerResponse, url: url, description: "The server answered the cache's revalidation of \(stored.url) with a 304 "
                                  + (redirected ? "from \(HTTPCache.storedURL(url)) after a redirect" : "naming another version than the one stored")
                                  + "; the stored response was dropped, so sending the request again loads it.")

@@ -20,8 +20,10 @@ extension AllTests {
 
         /// Plans a request and, on a miss, stores the given answer.
         static func fetch(_ cache: HTTPCache, _ fields: [String: String], answer body: String,
-                          responseFields: [(name: String, value: String)], now: TimeInterval = 0) -> CachePlan {
-            let request = Self.request(fields)
+                          responseFields: [(name: String, value: String)], now: TimeInterval = 0,
+                          policy: URLRequest.CachePolicy = .useProtocolCachePolicy) -> CachePlan {
+            var request = Self.request(fields)
+            request.cachePolicy = policy
             let plan = cache.plan(for: request, now: cacheTime(now))
             if case .network = plan {
                 _ = cache.responseArrived(for: request, plan: plan, status: 200, fields: responseFields,
@@ -114,6 +116,30 @@ extension AllTests {
             #expect(reopened.plan(for: Self.request(["Accept-Language": "it"]), now: cacheTime(1)).kind == .network(store: true))
             reopened.removeCachedResponse(for: Self.url)
             #expect(try cacheEntryFiles(in: directory).isEmpty)
+        }
+
+        /// A response that varies on nothing and one that varies (the server began sending
+        /// `Vary`, or answers without it for requests without the field) are both found after a
+        /// restart, whichever was stored last. (Loaded with a reload: a fresh plain response
+        /// would be the answer to the other request too.)
+        @Test(arguments: [false, true])
+        func aPlainAndAVaryingResponseAreBothFoundAfterARestart(varyingLast: Bool) throws {
+            let directory = makeCacheDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let plain: [(name: String, value: String)] = [("Date", cacheHTTPDate(0)), ("Cache-Control", "max-age=600")]
+            do {
+                let cache = try HTTPCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: directory)
+                let steps: [() -> Void] = [
+                    { _ = Self.fetch(cache, [:], answer: "the plain menu", responseFields: plain, policy: .reloadIgnoringLocalCacheData) },
+                    { _ = Self.fetch(cache, ["Accept-Language": "en"], answer: "menu in en", responseFields: Self.byLanguage,
+                                     policy: .reloadIgnoringLocalCacheData) },
+                ]
+                for step in varyingLast ? steps : steps.reversed() { step() }
+            }
+            #expect(try cacheEntryFiles(in: directory).count == 2)
+            let reopened = try HTTPCache(memoryCapacity: 1 << 20, diskCapacity: 1 << 20, directory: directory)
+            #expect(Self.answeredBody(reopened.plan(for: Self.request(["Accept-Language": "en"]), now: cacheTime(1))) == "menu in en")
+            #expect(Self.answeredBody(reopened.plan(for: Self.request([:]), now: cacheTime(1))) == "the plain menu")
         }
 
         /// A 304 whose validator contradicts one variant drops that variant, not its siblings.

@@ -43,12 +43,16 @@ final class CampaignHTTP2Front: Sendable {
             access_log off;
             keepalive_requests 10000;
             http2_max_concurrent_streams 256;
+            # Kept-alive connections to the server, as a site's nginx keeps them: the server's
+            # faults on a reused connection (closed unanswered) reach nginx, which sends a GET
+            # again on a fresh one and a POST never (non_idempotent is not set).
+            upstream campaign { server 127.0.0.1:\(backendPort); keepalive 32; }
             server {
                 listen 127.0.0.1:\(port) ssl http2;
                 ssl_certificate \(prefix)/chain.pem;
                 ssl_certificate_key \(prefix)/key.pem;
                 location / {
-                    proxy_pass http://127.0.0.1:\(backendPort); proxy_http_version 1.1;
+                    proxy_pass http://campaign; proxy_http_version 1.1; proxy_set_header Connection "";
                     proxy_buffering off; proxy_request_buffering off; client_max_body_size 0;
                     proxy_read_timeout 30s; proxy_pass_header Date; proxy_pass_header Server;
                 }

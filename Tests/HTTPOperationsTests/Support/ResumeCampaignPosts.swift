@@ -57,6 +57,10 @@ extension CampaignScenarioExecution {
         } else if let error {
             if campaignOutcomeKind(error) == nil {
                 violation(number, "POST: untyped error", "POST \(id): \(String(reflecting: type(of: error))): \(error)")
+            } else if servers.server.answered(post: id), scenario.route != .httpThroughProxy, scenario.route != .http2ThroughNginx {
+                // Nothing stands between the server's whole answer and the client on these
+                // routes (the tunnel and the TLS relay pass bytes): a failure is the client's.
+                violation(number, "POST: answered, reported failed", "POST \(id): the server answered it whole; the client reported \(error)")
             } else {
                 count("POST: failed (arrived \(arrivals) times)")
             }
@@ -65,6 +69,16 @@ extension CampaignScenarioExecution {
                       "POST \(id) arrived \(arrivals) times; body \(pending.operation.responseData.map { String(decoding: $0, as: UTF8.self) } ?? "none")")
         } else {
             count("POST: answered")
+        }
+        postsSent.append(id)
+    }
+
+    /// Checks once more, at the scenario's end, that no POST arrived twice: a resend still on
+    /// its way when its outcome was judged has arrived by now.
+    func checkPostsArrivedOnce() {
+        for id in postsSent where servers.server.arrivals(ofPost: id) > 1 {
+            violation(scenario.runs.count, "POST: sent more than once",
+                      "POST \(id) arrived \(servers.server.arrivals(ofPost: id)) times, seen after its outcome")
         }
     }
 }

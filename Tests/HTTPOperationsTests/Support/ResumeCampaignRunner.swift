@@ -470,6 +470,8 @@ final class CampaignScenarioExecution: @unchecked Sendable {
     private var streams: [ObjectIdentifier: OutputStream] = [:]
     /// The POST the current run sent beside its download (see `ResumeCampaignPosts.swift`).
     private var pendingPost: PendingPost?
+    /// The ids of the POSTs judged so far.
+    var postsSent: [String] = []
 
     init(_ scenario: CampaignScenario, servers: CampaignServers, folder: URL, runDeadline: Duration, idleTimeout: TimeInterval) {
         self.scenario = scenario
@@ -521,7 +523,8 @@ final class CampaignScenarioExecution: @unchecked Sendable {
         // The current version, or one a client may take for it: the same strong ETag and
         // length (a server that changed its bytes under an unchanged strong ETag lies, and a
         // client trusts a strong ETag, RFC 9110 §8.8.3), or the same validators and length.
-        let current = versions.last
+        // Not `versions.last`: the resource may have gone back to an earlier version.
+        let current = servers.server.currentVersion(of: scenario.resource.key)
         let lookAlikes = versions.filter { version in
             guard let current, version.length == current.length else { return false }
             if let tag = current.entityTag, tag.hasPrefix("\"") { return version.entityTag == tag }
@@ -539,6 +542,7 @@ final class CampaignScenarioExecution: @unchecked Sendable {
 
     /// Checks what is left to check once every run is over, counts, and cleans up.
     func finish() {
+        checkPostsArrivedOnce()
         tally.scenarios = 1
         tally.scenarioOutcomes[lastKind, default: 0] += 1
         for (number, (operation, recorder)) in recorders.enumerated() where recorder.deliveries > 1 {
@@ -664,6 +668,7 @@ final class CampaignScenarioExecution: @unchecked Sendable {
         tally.runs += 1
         if scenario.route == .http2ThroughNginx, let version = operation.timings?.lastTransfer.httpVersion {
             count("route \(scenario.route.rawValue): answered over HTTP/\(version)")
+            if version != "2" { violation(number, "HTTP/2 route: not HTTP/2", "answered over HTTP/\(version)") }
         }
         let error = recorder.first ?? nil
         let metrics = operation.downloadMetrics
