@@ -24,10 +24,6 @@ extension URLConnectionOperation {
     }
 }
 
-/// Gives the trailer fields of a streamed request body, once the stream ended (a checksum of
-/// what was read, for one).
-public typealias RequestTrailersBlock = @Sendable () -> [(name: String, value: String)]
-
 extension URLConnectionOperation {
     /// Sets the block that gives the request's trailer fields, sent after its body. Only a
     /// body read from the request's `httpBodyStream` without a `Content-Length` is sent chunked
