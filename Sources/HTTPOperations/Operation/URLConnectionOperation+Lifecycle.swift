@@ -149,7 +149,7 @@ extension URLConnectionOperation {
     /// the outcome is known, it runs at once.
     func whenOutcomeKnown(_ observer: @escaping @Sendable (URLConnectionOperation) -> Void) {
         let runNow = state.withLock { state -> Bool in
-            guard !state.outcomeObserversTaken else { return true }
+            guard state.delivery < .observersTaken else { return true }
             state.outcomeObservers.append(observer)
             return false
         }
@@ -228,8 +228,8 @@ extension URLConnectionOperation {
                 }
             }
             self.processResponse()
-            let (observers, observation) = self.state.withLock { state in
-                state.outcomeObserversTaken = true
+            let (observers, observation) = self.changingPhase { state in
+                state.delivery = .observersTaken
                 defer {
                     state.outcomeObservers.removeAll()
                     state.observation.span = nil
@@ -239,7 +239,7 @@ extension URLConnectionOperation {
             // Before the observers: whoever awaits the outcome finds it measured.
             self.reportOutcome(observation, timings: timings, retries: retries, resumes: resumes)
             for observer in observers { observer(self) }
-            self.changingPhase { $0.delivered = true }
+            self.changingPhase { $0.delivery = .delivered }
             if let (logger, metadata) = log {
                 var metadata = metadata
                 if let error = self.error { metadata[RequestLogging.errorKey] = "\(error)" }
@@ -273,15 +273,15 @@ extension URLConnectionOperation {
     /// taken before.
     private func leaveReady() -> Bool {
         changingPhase { state in
-            guard !state.started else { return false }
-            state.started = true
+            guard state.delivery == .ready else { return false }
+            state.delivery = .running
             return true
         }
     }
 
     /// Runs `update` in the operation's lock and tells Foundation (and the in-flight meter)
-    /// when the phase derived from the state changed. Every change of the machine, the
-    /// `started` flag or the `delivered` flag goes through here, from whatever thread.
+    /// when the phase derived from the state changed. Every change of the machine or of the
+    /// ``Delivery`` goes through here, from whatever thread.
     ///
     /// Foundation reads `isFinished` and `isExecuting` while it reacts to an announcement, so
     /// announcements are made outside the lock. To keep them in the order of the changes,
@@ -292,7 +292,10 @@ extension URLConnectionOperation {
     func changingPhase<Result: Sendable>(_ update: (inout State) -> Result) -> Result {
         let outcome = state.withLock { state -> (result: Result, announceNow: [String]?, inFlight: (Meter, up: Bool)?) in
             let before = state.phase
+            let deliveryBefore = state.delivery
             let result = update(&state)
+            assert((0...1).contains(state.delivery.rawValue - deliveryBefore.rawValue),
+                   "delivery \(deliveryBefore) → \(state.delivery): forward only, one step at a time")
             let after = state.phase
             guard after != before else { return (result, nil, nil) }
             assert(before.canTransition(to: after), "phase \(before) → \(after)")

@@ -131,11 +131,27 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// thread's events (a head, a chunk, the end of a transfer) take the same lock. The jobs
     /// an answer asks of the network thread are queued in the lock that took it, so the
     /// network thread performs them in the order the machine answered.
+    /// How far an operation has got in giving its outcome. It only moves forward, one step at
+    /// a time, inside ``changingPhase(_:)``: the one fact that "the outcome is given" in its
+    /// several senses (it left `ready`; its observers were taken; it was delivered) is read
+    /// from, instead of a flag for each.
+    enum Delivery: Int, Comparable {
+        /// Not taken by `start()` (or a refusal) yet.
+        case ready
+        /// Taken: its transfer runs, pauses or ends; the outcome is not handed out yet.
+        case running
+        /// The outcome is being handed out: `processResponse()` ran and the outcome observers
+        /// were taken to run; one added from now on runs at once.
+        case observersTaken
+        /// Delivered: the observers ran, and Foundation is told the operation finished.
+        case delivered
+
+        static func < (lhs: Delivery, rhs: Delivery) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
     struct State {
-        /// start() took the operation (it left `ready`).
-        var started = false
-        /// The outcome was delivered: processResponse() and the observers have run.
-        var delivered = false
+        /// How far the outcome has got (see ``Delivery``).
+        var delivery = Delivery.ready
         /// Set by the first effective cancel(); start() checks it under the same lock.
         var cancelRequested = false
         /// Set by the HTTPTypes door (see ``Settings/everyStatusIsAnAnswer``). Kept here so
@@ -164,8 +180,6 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var connection: Connection?
         /// Run once the outcome is known, before the finished state (see `whenOutcomeKnown`).
         var outcomeObservers: [@Sendable (URLConnectionOperation) -> Void] = []
-        /// Set when the observers are taken to run; later ones run at once.
-        var outcomeObserversTaken = false
         /// `pause(completion:)` completions that came before the connection existed: the
         /// connection runs them once it has begun (after the resume data is saved).
         var pendingPauseCompletions: [@Sendable () -> Void] = []
@@ -182,8 +196,11 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// until the outcome is delivered. (So only the caller's own calls and the delivery
         /// change it: never the network thread.)
         var phase: OperationPhase {
-            if delivered { return .finished }
-            guard started else { return .ready }
+            switch delivery {
+            case .delivered: return .finished
+            case .ready: return .ready
+            case .running, .observersTaken: break
+            }
             return machine.isPaused || machine.endedPaused ? .paused : .executing
         }
     }
