@@ -68,9 +68,9 @@ extension AllTests {
             // the cancel came; the integrity check then fails.
             op.changingPhase { $0.delivery = .running }
             op.cancel()
-            op.conclude(response: nil, data: Data("short".utf8), error: nil, completion: { _ in
+            op.conclude(TransferResult(data: Data("short".utf8), completionCheck: { _ in
                 IntegrityError(reason: .lengthMismatch(expected: 10, actual: 5))
-            })
+            }))
             try await waitUntilFinished(op)
             #expect((op.error as? URLError)?.code == .cancelled, "\(String(describing: op.error))")
         }

@@ -60,13 +60,13 @@ extension URLConnectionOperation {
                 state.responseHead = (head, request.url ?? URL(string: stored.url)!)
                 state.response = nil
             }
-            conclude(response: nil, data: stored.body, error: nil)
+            conclude(.outcome(data: stored.body, error: nil))
             return true
         case .unavailable:
             exchange.result = .miss
             state.withLock { $0.cacheExchange = exchange }
-            conclude(response: nil, data: nil, error: URLError(.resourceUnavailable, url: request.url,
-                                                               description: "No stored response can answer \(request.url?.absoluteString ?? "the request"), and its cache policy forbids loading it."))
+            conclude(.outcome(error: URLError(.resourceUnavailable, url: request.url,
+                                              description: "No stored response can answer \(request.url?.absoluteString ?? "the request"), and its cache policy forbids loading it.")))
             return true
         case .revalidate(_, let conditionalFields):
             // A miss unless the server's 304 makes the stored response the answer.

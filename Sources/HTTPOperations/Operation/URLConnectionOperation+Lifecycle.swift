@@ -20,7 +20,7 @@ extension URLConnectionOperation {
             }
         } catch {
             NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
-            conclude(response: nil, data: nil, error: error)
+            conclude(.outcome(error: error))
             return
         }
         // After prepareRequest(), so observers see the request that is sent.
@@ -32,7 +32,7 @@ extension URLConnectionOperation {
         settings.everyStatusIsAnAnswer = everyStatusIsAnAnswer
         if cancelledBefore {
             // Cancelled before it started: nothing is opened or sent.
-            conclude(response: nil, data: nil, error: cancellationError())
+            conclude(.outcome(error: cancellationError()))
             return
         }
         // Answered from the cache, or refused by its policy: nothing is sent.
@@ -58,8 +58,8 @@ extension URLConnectionOperation {
             // The network thread was stopped (HTTPRequestOperationManager.shutdown): nothing
             // was sent, and nothing will be.
             NetworkThread.shared.connectionEnded()
-            conclude(response: nil, data: nil, error: TransferError(.networkThreadStopped, url: request.url,
-                                                                    detail: "The network thread was stopped; nothing was sent"))
+            conclude(.outcome(error: TransferError(.networkThreadStopped, url: request.url,
+                                                   detail: "The network thread was stopped; nothing was sent")))
         }
     }
 
@@ -67,7 +67,7 @@ extension URLConnectionOperation {
     /// (a manager that is shutting down refuses it). Does nothing once it has started.
     func refuse(_ error: any Error) {
         guard leaveReady() else { return }
-        conclude(response: nil, data: nil, error: error)
+        conclude(.outcome(error: error))
     }
 
     /// The body of `cancel()`.
@@ -160,29 +160,12 @@ extension URLConnectionOperation {
 
     /// Records the outcome of the transfer and finishes the operation on its callback queue:
     /// the last progress, processResponse(), then the finished state, then the notification.
-    ///
-    /// - Parameters:
-    ///   - head: The head `response` was made from, if any.
-    ///   - trailers: The trailer fields that followed the final response's body.
-    ///   - complete: Whether the resource is complete, so its resume data is done with; nil
-    ///     means "when there is no error".
-    ///   - timings, retries, resumes: What the transfers measured, for the timings, the
-    ///     metrics and the span.
-    ///   - callbackQueue: The queue the operation's other callbacks went through (serial when
-    ///     there were progress or informational callbacks), so the outcome comes after all of
-    ///     them; nil means the completion queue.
-    ///   - completion: A last check of a successful transfer (integrity), run on the callback
-    ///     queue before processResponse(); an error it returns fails the operation, unless it
-    ///     was cancelled meanwhile.
-    ///   - handoff: On the network thread, the hand-off that batches the outcomes of one pass
-    ///     into one wake-up; nil dispatches now.
-    func conclude(response: URLResponse?, head: ResponseHead? = nil, trailers: ResponseHead? = nil, data: Data?,
-                  error: (any Error)?, complete: Bool? = nil,
-                  timings: TransferTimings? = nil,
-                  retries: Int = 0, resumes: Int = 0,
-                  log: (Logger, Logger.Metadata)? = nil, on callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
-                  completion: (@Sendable (Data?) -> (any Error)?)? = nil,
-                  handoff: CallbackHandoff? = nil) {
+    /// - Parameter result: The answer, what was measured, and how to deliver it.
+    func conclude(_ result: consuming TransferResult) {
+        let response = result.response, head = result.head, trailers = result.trailers, data = result.data
+        let error = result.error, complete = result.complete, timings = result.timings
+        let retries = result.retries, resumes = result.resumes, log = result.log, callbackQueue = result.callbackQueue
+        let progress = result.progress, completion = result.completionCheck, handoff = result.handoff
         let (completionQueue, group, pauseCompletions, consultedCache) = changingPhase { state in
             // Ended already when the connection reports; here for the outcomes found before
             // one existed (a request that could not be prepared, a cancel before start).

@@ -578,11 +578,12 @@ final class Connection: CurlTransferDelegate, @unchecked Sendable {
             RequestLogging.retriesKey: "\(retries)",
             RequestLogging.resumesKey: "\(resumes)",
         ] : nil
-        operation.conclude(response: response, head: head, trailers: error == nil ? trailers : nil, data: data, error: error, complete: complete, timings: timings,
-                           retries: retries, resumes: resumes, log: outcomeMetadata.map { (logger, $0) }, on: callbackQueue,
-                           progress: [uploadProgress, downloadProgress].compactMap { $0 },
-                           completion: completionCheck(complete: complete),
-                           handoff: NetworkThread.shared.callbacks)
+        operation.conclude(TransferResult(
+            response: response, head: head, trailers: error == nil ? trailers : nil, data: data, error: error, complete: complete,
+            timings: timings, retries: retries, resumes: resumes,
+            log: outcomeMetadata.map { (logger, $0) }, callbackQueue: callbackQueue,
+            progress: [uploadProgress, downloadProgress].compactMap { $0 },
+            completionCheck: completionCheck(complete: complete), handoff: NetworkThread.shared.callbacks))
         NetworkThread.shared.connectionEnded()
     }
 }
