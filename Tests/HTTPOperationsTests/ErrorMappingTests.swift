@@ -68,7 +68,7 @@ extension AllTests {
             // the cancel came; the integrity check then fails.
             op.changingPhase { $0.delivery = .running }
             op.cancel()
-            op.conclude(TransferResult(data: Data("short".utf8), completionCheck: { _ in
+            op.conclude(TransferResult(data: Data("short".utf8), error: nil, completionCheck: { _ in
                 IntegrityError(reason: .lengthMismatch(expected: 10, actual: 5))
             }))
             try await waitUntilFinished(op)

@@ -21,7 +21,7 @@ extension AllTests {
             op.state.withLock { _ = $0.machine.pause() }
             #expect(phase() == .ready, "a machine paused before start leaves the operation ready")
             op.state.withLock { _ = $0.machine.resume() }
-            op.state.withLock { $0.delivery = .running }
+            op.changingPhase { $0.delivery = .running }
             #expect(phase() == .executing)
             op.state.withLock { #expect($0.machine.begin(held: 0) != nil) }
             #expect(phase() == .executing)
@@ -33,12 +33,14 @@ extension AllTests {
             op.state.withLock { _ = $0.machine.pause() }
             op.state.withLock { _ = $0.machine.end() }
             #expect(phase() == .paused, "an outcome during a pause leaves it paused until it is delivered")
-            op.state.withLock { $0.delivery = .delivered }
+            op.changingPhase { $0.delivery = .observersTaken }
+            #expect(phase() == .paused, "its observers taken, it is still paused until delivered")
+            op.changingPhase { $0.delivery = .delivered }
             #expect(phase() == .finished)
             #expect(op.isFinished && !op.isExecuting && !op.isPaused)
 
             let running = URLConnectionOperation(request: URLRequest(url: URL(string: "http://example.test/")!))
-            running.state.withLock { state in
+            running.changingPhase { state in
                 state.delivery = .running
                 _ = state.machine.begin(held: 0)
                 _ = state.machine.end()

@@ -212,7 +212,8 @@ extension URLConnectionOperation {
             }
             self.processResponse()
             let (observers, observation) = self.changingPhase { state in
-                state.delivery = .observersTaken
+                // Idempotent, as the flags it replaced were: a second outcome moves nothing back.
+                state.delivery = max(state.delivery, .observersTaken)
                 defer {
                     state.outcomeObservers.removeAll()
                     state.observation.span = nil
@@ -222,7 +223,7 @@ extension URLConnectionOperation {
             // Before the observers: whoever awaits the outcome finds it measured.
             self.reportOutcome(observation, timings: timings, retries: retries, resumes: resumes)
             for observer in observers { observer(self) }
-            self.changingPhase { $0.delivery = .delivered }
+            self.changingPhase { $0.delivery = max($0.delivery, .delivered) }
             if let (logger, metadata) = log {
                 var metadata = metadata
                 if let error = self.error { metadata[RequestLogging.errorKey] = "\(error)" }

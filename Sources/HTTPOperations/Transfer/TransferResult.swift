@@ -3,9 +3,10 @@ import Logging
 
 /// What a transfer hands its operation when it ends, in one value: the answer, what the
 /// transfers measured, and how the outcome is to be delivered. The operation's
-/// ``URLConnectionOperation/conclude(_:)`` takes it; every field but the error has a default,
-/// so an outcome found before any transfer (a request that could not be prepared, a cancel
-/// before start, an answer from the cache) names only what it has.
+/// ``URLConnectionOperation/conclude(_:)`` takes it. The error must always be named (nil for a
+/// success), so a new caller cannot report a success by forgetting it; every other field has a
+/// default, so an outcome found before any transfer (a request that could not be prepared, a
+/// cancel before start, an answer from the cache) names only what it has.
 struct TransferResult {
     // MARK: The answer
 
@@ -49,6 +50,27 @@ struct TransferResult {
     /// On the network thread, the hand-off that batches the outcomes of one pass into one
     /// wake-up; nil dispatches now.
     var handoff: CallbackHandoff?
+
+    /// Makes a result; see the fields.
+    init(response: URLResponse? = nil, head: ResponseHead? = nil, trailers: ResponseHead? = nil, data: Data? = nil,
+         error: (any Error)?, complete: Bool? = nil, timings: TransferTimings? = nil, retries: Int = 0, resumes: Int = 0,
+         log: (Logger, Logger.Metadata)? = nil, callbackQueue: DispatchQueue? = nil, progress: [ProgressReporter] = [],
+         completionCheck: (@Sendable (Data?) -> (any Error)?)? = nil, handoff: CallbackHandoff? = nil) {
+        self.response = response
+        self.head = head
+        self.trailers = trailers
+        self.data = data
+        self.error = error
+        self.complete = complete
+        self.timings = timings
+        self.retries = retries
+        self.resumes = resumes
+        self.log = log
+        self.callbackQueue = callbackQueue
+        self.progress = progress
+        self.completionCheck = completionCheck
+        self.handoff = handoff
+    }
 
     /// An outcome with no answer: `error`, or a success with `data`.
     static func outcome(data: Data? = nil, error: (any Error)?) -> TransferResult {
