@@ -153,12 +153,13 @@ struct CacheDirectory: Sendable {
     func readMetadata(_ name: String) -> MetadataRead? {
         guard let handle = FileHandle(forReadingAtPath: filePath(name)) else { return nil }
         defer { try? handle.close() }
-        guard let header = try? handle.read(upToCount: CacheFileFormat.headerLength) else { return nil }
+        // A read that fails says nothing of the file; one that ends early (nil at the end of
+        // the file) reads as the bytes there are, which then do not decode.
+        guard let header = try? handle.read(upToCount: CacheFileFormat.headerLength) ?? Data() else { return nil }
         // Metadata is a few KiB; a length past 16 MiB is not ours.
-        guard let end = CacheFileFormat.metadataEnd(header: header ?? Data()), end <= 16 << 20,
-              let rest = try? handle.read(upToCount: end - CacheFileFormat.headerLength)
-        else { return MetadataRead(decoded: nil) }
-        return MetadataRead(decoded: CacheFileFormat.decodeVariantMetadata((header ?? Data()) + (rest ?? Data())))
+        guard let end = CacheFileFormat.metadataEnd(header: header), end <= 16 << 20 else { return MetadataRead(decoded: nil) }
+        guard let rest = try? handle.read(upToCount: end - CacheFileFormat.headerLength) ?? Data() else { return nil }
+        return MetadataRead(decoded: CacheFileFormat.decodeVariantMetadata(header + rest))
     }
 
     /// Records a use in the file's modification date, so the LRU order survives a
