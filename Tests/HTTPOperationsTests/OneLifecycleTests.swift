@@ -84,7 +84,7 @@ extension AllTests {
         /// Each resume is at most one new attempt, and the bytes stay exact (SHA-256). (That a
         /// transfer left behind by a pause cannot feed the attempt after it is shown by
         /// `ResumableDownloads.pauseAndResumeManyTimesKeepTheBytesExact`: without the attempt
-        /// check in `Connection` it hangs.)
+        /// check in `TransferDriver` it hangs.)
         @Test func pauseAndResumeAreTheMachinesEventsAtOnce() async throws {
             var options = ResumableOptions()
             options.chunkSize = 16 << 10

@@ -38,7 +38,7 @@ extension AllTests {
             }
         }
 
-        /// A total timeout too long to ever pass is no limit. Before, `Connection.armDeadline`
+        /// A total timeout too long to ever pass is no limit. Before, `TransferDriver.armDeadline`
         /// multiplied its seconds by 10⁹ in `Int` on the network thread, and the process died
         /// with SIGILL.
         @Test func anOperationWithAHugeTotalTimeoutCompletes() async {

@@ -39,7 +39,7 @@ extension URLConnectionOperation {
         if let cache = settings.cache, consultCache(cache, request: &request, settings: settings) { return }
         startSpan(spanParent, request: &request)
         // Built outside the lock: it works out the first transfer and opens the body's file.
-        let connection = Connection(operation: self, settings: consume settings, request: request)
+        let connection = TransferDriver(operation: self, settings: consume settings, request: request)
         connection.logger.debug("request started")
         // Stored and queued in one lock: a pause, resume or cancel from now on queues its job
         // after this one. One that came while the connection was being made has moved the

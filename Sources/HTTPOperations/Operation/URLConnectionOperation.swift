@@ -50,7 +50,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     // while it is held: Foundation's key-value announcements are queued under it and made
     // after (see `changingPhase`).
 
-    /// What the caller configures before start, and all a ``Connection`` is made from: one
+    /// What the caller configures before start, and all a ``TransferDriver`` is made from: one
     /// copy of it (not of the whole ``State``) is taken when the operation starts.
     struct Settings {
         /// Set before start; from then on only the network thread writes to the stream.
@@ -159,7 +159,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var error: (any Error)?
         var userInfo: [String: any Sendable] = [:]
         /// The network-side half of the operation, while it is executing or paused.
-        var connection: Connection?
+        var connection: TransferDriver?
         /// Run once the outcome is known, before the finished state (see `whenOutcomeKnown`).
         var outcomeObservers: [@Sendable (URLConnectionOperation) -> Void] = []
         /// `pause(completion:)` completions that came before the connection existed: the

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What a ``Connection`` gives every transfer it starts besides the request itself: the
+/// What a ``TransferDriver`` gives every transfer it starts besides the request itself: the
 /// credentials and where they may go, the security policies, the schemes allowed, the route
 /// and the cookie store.
 ///

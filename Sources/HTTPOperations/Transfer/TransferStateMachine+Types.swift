@@ -103,7 +103,7 @@ extension TransferStateMachine {
         case aside
     }
 
-    /// Why a transfer failed, as the machine sees it; ``Connection`` makes the public error.
+    /// Why a transfer failed, as the machine sees it; ``TransferDriver`` makes the public error.
     enum Failure: Error, Equatable {
         /// curl's failure, mapped to `URLError`.
         case transport(URLError)

@@ -5,7 +5,7 @@ import Foundation
 /// decision) and answers with what to do. It does no I/O and knows nothing of curl or
 /// threads, so every transition is tested without a socket (`TransferStateMachineTests`).
 ///
-/// ``Connection`` drives it on the network thread and performs what it answers. What it
+/// ``TransferDriver`` drives it on the network thread and performs what it answers. What it
 /// decides:
 ///
 /// - where each response's body goes: to the sink (memory, file or stream), aside (a

@@ -2,7 +2,7 @@ import Foundation
 
 /// What comes around the answer on a transfer: informational (1xx) heads before it, trailer
 /// fields after its body. Neither is a machine event: neither can change what is held.
-extension Connection {
+extension TransferDriver {
     func transfer(_ transfer: CurlTransfer, didReceiveInformational head: ResponseHead) {
         guard transfer === self.transfer, let block = informationalBlock else { return }
         let (operation, url) = (self.operation, request.url!)

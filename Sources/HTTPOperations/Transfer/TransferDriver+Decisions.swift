@@ -3,7 +3,7 @@ import Foundation
 /// The caller's blocks that decide what is sent next: a redirect to follow or rewrite, a
 /// credential for a challenge, trust in a server the policy accepted. Each is asked on the
 /// callback queue (never on the network thread), and its answer comes back as a machine event.
-extension Connection {
+extension TransferDriver {
     /// Works out the request that follows a redirect to `location` and asks the redirect
     /// block, if any, whether (or where) to follow it.
     func redirect(to location: String?) {

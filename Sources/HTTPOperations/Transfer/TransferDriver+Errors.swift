@@ -3,7 +3,7 @@ import Foundation
 /// The public error for each failure ``TransferStateMachine`` decides: a `URLError` users
 /// know for the transport and for answers that are not HTTP, and the library's own typed
 /// errors for the rest (Docs/Architecture.md, "Errors").
-extension Connection {
+extension TransferDriver {
     /// The public error for a failure the machine decided.
     func error(for failure: TransferStateMachine.Failure) -> any Error {
         switch failure {

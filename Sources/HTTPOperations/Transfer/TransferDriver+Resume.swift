@@ -2,8 +2,8 @@ import Foundation
 
 /// Pause, resume, automatic resume after a drop, and resume data: ``TransferStateMachine``
 /// decides (and reads range answers with ``ResumePolicy`` so that mismatched bytes are never
-/// spliced); this performs. Network thread only, like the rest of `Connection`.
-extension Connection {
+/// spliced); this performs. Network thread only, like the rest of `TransferDriver`.
+extension TransferDriver {
     // MARK: - Pause and resume
 
     /// Performs a pause the machine took (in the caller's thread, see

@@ -7,7 +7,7 @@ import Logging
 /// belongs, asking the redirect and challenge blocks — and hands the outcome back to the
 /// operation exactly once. It decides nothing itself.
 ///
-/// Pause, resume, retry timers and resume data live in `Connection+Resume.swift`.
+/// Pause, resume, retry timers and resume data live in `TransferDriver+Resume.swift`.
 ///
 /// The machine is not here: it lives in the operation's state, behind the operation's lock,
 /// because the operation's phase is derived from it and the caller's pause, resume and
@@ -18,7 +18,7 @@ import Logging
 /// file (no file system call on the network thread); every method after `init` runs on the
 /// network thread (through `NetworkThread.perform` or curl's callbacks), so its own fields
 /// need no lock.
-final class Connection: CurlTransferDelegate, @unchecked Sendable {
+final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     let operation: URLConnectionOperation
     let logger: Logger
     /// Where callbacks run: the completion queue, or, when there are progress or

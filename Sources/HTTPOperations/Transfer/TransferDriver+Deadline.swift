@@ -2,7 +2,7 @@ import Foundation
 
 /// The operation's total timeout (``URLConnectionOperation/totalTimeout``): one timer for the
 /// whole operation, armed when its connection begins.
-extension Connection {
+extension TransferDriver {
     /// Fails the operation with `URLError(.timedOut)` `limit` from now, whatever it is doing
     /// then, unless its outcome was given before. One timer for the whole operation: it
     /// covers transfers, retry waits, block decisions and pauses alike.
@@ -10,7 +10,7 @@ extension Connection {
         // Longer than about 292 years is no limit (`.seconds(Int64.max)`): nothing to arm.
         // Multiplying the seconds here trapped on the network thread for such a limit.
         guard let delay = limit.dispatchDelay else { return }
-        let connection = WeakConnection(self)
+        let connection = WeakTransferDriver(self)
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
             NetworkThread.shared.perform {
                 guard let self = connection.value, !self.withMachine({ $0.isFinished }) else { return }
@@ -22,12 +22,12 @@ extension Connection {
     }
 }
 
-/// A weak reference to a connection that a timer can carry to the network thread, where it is
-/// read: a timer must not keep a finished operation's connection alive until it fires.
-private final class WeakConnection: @unchecked Sendable {
-    weak var value: Connection?
+/// A weak reference to a transfer driver that a timer can carry to the network thread, where it is
+/// read: a timer must not keep a finished operation's driver alive until it fires.
+private final class WeakTransferDriver: @unchecked Sendable {
+    weak var value: TransferDriver?
 
-    init(_ value: Connection) {
+    init(_ value: TransferDriver) {
         self.value = value
     }
 }
