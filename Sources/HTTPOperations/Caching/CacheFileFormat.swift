@@ -109,14 +109,10 @@ enum CacheFileFormat {
     /// - Returns: The entry, or nil when the file is truncated, corrupt or of another
     ///   format version.
     static func decode(_ file: Data) -> CachedResponse? {
-        let bytes = [UInt8](file.prefix(headerLength))
-        guard bytes.count == headerLength, Array(bytes[0..<4]) == magic else { return nil }
-        let fileVersion = UInt16(bytes[4]) << 8 | UInt16(bytes[5])
-        guard fileVersion == version else { return nil }
-        let metadataLength = bytes[6..<10].reduce(0) { $0 << 8 | Int($1) }
+        // The header read once, by the same rule as a metadata-only read.
+        guard let end = metadataEnd(header: file), file.count >= end else { return nil }
         let metadataStart = file.startIndex + headerLength
-        guard file.count - headerLength >= metadataLength else { return nil }
-        let bodyStart = metadataStart + metadataLength
+        let bodyStart = file.startIndex + end
         guard let metadata = try? JSONDecoder().decode(Metadata.self, from: file[metadataStart..<bodyStart]),
               file.endIndex - bodyStart == metadata.bodyByteCount
         else { return nil }

@@ -197,7 +197,7 @@ public final class HTTPCache: Sendable {
             return nil
         }
         // Invalidated since the request was planned: its answer may be the version replaced.
-        if let ticket, !invalidations.withLock({ $0.allowsStoring(key, plannedAt: ticket) }) {
+        if invalidated(key, since: ticket) {
             if status == 304 || method == "HEAD" { storage.remove(key: key) }
             return nil
         }
@@ -239,9 +239,16 @@ public final class HTTPCache: Sendable {
     /// - Returns: True when the key was invalidated (and its entries removed).
     @discardableResult
     private func dropIfInvalidated(key: String, plannedAt ticket: UInt64?) -> Bool {
-        guard let ticket, !invalidations.withLock({ $0.allowsStoring(key, plannedAt: ticket) }) else { return false }
+        guard invalidated(key, since: ticket) else { return false }
         storage.remove(key: key)
         return true
+    }
+
+    /// Whether an unsafe method invalidated `key` since a request was planned at `ticket`
+    /// (false without a ticket: not checked).
+    private func invalidated(_ key: String, since ticket: UInt64?) -> Bool {
+        guard let ticket else { return false }
+        return !invalidations.withLock { $0.allowsStoring(key, plannedAt: ticket) }
     }
 
     /// Forgets one stored response (one variant of its URL): a revalidation of it was answered

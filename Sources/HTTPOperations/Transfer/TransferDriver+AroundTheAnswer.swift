@@ -4,6 +4,7 @@ import Foundation
 /// fields after its body. Neither is a machine event: neither can change what is held.
 extension TransferDriver {
     func transfer(_ transfer: CurlTransfer, didReceiveInformational head: ResponseHead) {
+        assertOnNetworkThread()
         guard transfer === self.transfer, let block = informationalBlock else { return }
         let (operation, url) = (self.operation, request.url!)
         // Built and told on the callback queue, in order with the operation's other callbacks.
@@ -11,6 +12,7 @@ extension TransferDriver {
     }
 
     func transfer(_ transfer: CurlTransfer, didReceiveTrailers trailers: ResponseHead) {
+        assertOnNetworkThread()
         // Kept for the transfer that delivers the answer; the next transfer starts without.
         guard transfer === self.transfer else { return }
         self.trailers = trailers

@@ -23,9 +23,10 @@ extension TransferDriver {
 }
 
 /// A weak reference to a transfer driver that a timer can carry to the network thread, where it is
-/// read: a timer must not keep a finished operation's driver alive until it fires.
-private final class WeakTransferDriver: @unchecked Sendable {
-    weak var value: TransferDriver?
+/// read: a timer must not keep a finished operation's driver alive until it fires. Sendable
+/// without a promise: the reference is set once (`weak let`), and a weak load is atomic.
+private final class WeakTransferDriver: Sendable {
+    weak let value: TransferDriver?
 
     init(_ value: TransferDriver) {
         self.value = value

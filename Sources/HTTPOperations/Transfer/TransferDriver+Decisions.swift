@@ -75,6 +75,7 @@ extension TransferDriver {
 
     /// Performs what the machine makes of a redirect, challenge or server-trust decision.
     func decided(proceed: Bool) {
+        assertOnNetworkThread()
         let (action, attempt) = withMachine { ($0.decided(proceed: proceed), $0.attempt.number) }
         switch action {
         case .ignored: break

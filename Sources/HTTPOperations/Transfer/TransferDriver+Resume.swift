@@ -13,6 +13,7 @@ extension TransferDriver {
     ///
     /// - Parameter whenPaused: Run on the callback queue once the resume data is saved.
     func paused(stoppingTransfer: Bool, whenPaused: [@Sendable () -> Void]) {
+        assertOnNetworkThread()
         if stoppingTransfer { stopTransfer() }
         publishResumeData(saving: true)
         callBack(whenPaused)
@@ -37,12 +38,14 @@ extension TransferDriver {
     /// Performs a resume the machine answered with a request: the bytes after those held,
     /// the request a block decided on, or the first one.
     func start(resumed send: TransferStateMachine.Send, attempt: Int) {
+        assertOnNetworkThread()
         start(send, attempt: attempt, prepared: send.reason == .first ? takeFirstTransfer() : nil)
     }
 
     /// Performs a resume the machine refused (the request must not be sent again): the
     /// machine has finished, only the report is left.
     func resumeFailed(_ failure: TransferStateMachine.Failure) {
+        assertOnNetworkThread()
         stopTransfer()
         finish(response: nil, error: error(for: failure))
     }

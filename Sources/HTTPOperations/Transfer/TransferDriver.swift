@@ -17,7 +17,7 @@ import Logging
 /// Thread-safety: created on the thread that starts the operation, which also opens the body's
 /// file (no file system call on the network thread); every method after `init` runs on the
 /// network thread (through `NetworkThread.perform` or curl's callbacks), so its own fields
-/// need no lock.
+/// need no lock; each such entry checks it in debug builds (``assertOnNetworkThread(_:)``).
 final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     let operation: URLConnectionOperation
     let logger: Logger
@@ -181,6 +181,14 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
         }
     }
 
+    /// Checks, in debug builds, what `@unchecked Sendable` promises here: the driver's own fields
+    /// are touched on the network thread only. Called on every entry from another thread's job
+    /// (`NetworkThread.perform`) and from curl's callbacks.
+    @inline(__always)
+    func assertOnNetworkThread(_ entry: StaticString = #function) {
+        assert(NetworkThread.shared.isCurrentThread, "TransferDriver.\(entry) ran off the network thread")
+    }
+
     /// The operation's machine, in the operation's lock: every event and every read of the
     /// transfer's state goes through here. None of them changes the operation's phase (an
     /// outcome during a pause leaves it paused until delivered; see
@@ -202,6 +210,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     ///
     /// - Parameter whenPaused: Completions of pauses asked for before this connection existed.
     func begin(whenPaused: [@Sendable () -> Void]) {
+        assertOnNetworkThread()
         defer { callBack(whenPaused) }
         // Cancelled before the connection was stored: no job of the cancel's own came.
         if withMachine({ $0.isFinished }) { return cancel() }
@@ -234,6 +243,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     /// The operation was cancelled: its machine ended then, in the caller's thread, so
     /// nothing it answered since is reported instead; what is left is to stop and report.
     func cancel() {
+        assertOnNetworkThread()
         stopTransfer()
         finish(response: nil, error: operation.cancellationError())
     }
@@ -241,6 +251,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     /// Ends the transfer with `error` (a failure found here rather than by the machine),
     /// unless the outcome was already given.
     func fail(_ error: any Error, response: URLResponse? = nil) {
+        assertOnNetworkThread()
         guard withMachine({ $0.end() }) else { return }
         stopTransfer()
         finish(response: response, error: error)
@@ -254,6 +265,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     ///   - attempt: The machine's attempt number when it answered `send`.
     ///   - prepared: Its transfer, when worked out before (the first request's).
     func start(_ send: TransferStateMachine.Send, attempt: Int, prepared: consuming Result<TransferRequest, any Error>? = nil) {
+        assertOnNetworkThread()
         // Still the machine's request? A resume's job may come after an outcome (a timeout
         // or a write failure queued between the pause and the resume), or after a pause and
         // resume that made a newer attempt: nothing is sent for it then.
@@ -317,6 +329,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     }
 
     func stopTransfer() {
+        assertOnNetworkThread()
         if let transfer {
             NetworkThread.shared.multi.remove(transfer)
             self.transfer = nil
@@ -326,6 +339,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     // MARK: - CurlTransferDelegate
 
     func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead) -> Bool {
+        assertOnNetworkThread()
         guard transfer === self.transfer else { return false }
         let (attempt, writeError) = (transferAttempt, sink?.writeError)
         typealias Reading = (current: Bool, action: TransferStateMachine.HeadAction, rangeFrom: Int64?,
@@ -378,6 +392,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     }
 
     func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> BodyDisposition {
+        assertOnNetworkThread()
         guard transfer === self.transfer, let sink else { return .abort }
         let attempt = transferAttempt
         let (action, expectedLength) = withMachine { machine in
@@ -419,10 +434,12 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     }
 
     func transfer(_ transfer: CurlTransfer, didSendBodyBytes count: Int) {
+        assertOnNetworkThread()
         uploadProgress?.record(Int64(count), expected: transfer.request.body.length ?? -1)
     }
 
     func transfer(_ transfer: CurlTransfer, didCompleteWith error: CurlError?) {
+        assertOnNetworkThread()
         guard transfer === self.transfer else { return }
         self.transfer = nil
         record(transfer.timings)
@@ -542,6 +559,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     ///     apart from the bytes held); only then is its resume data removed and its integrity
     ///     checked.
     func finish(response: URLResponse?, error: (any Error)?, separateBody: Data? = nil, complete: Bool = true) {
+        assertOnNetworkThread()
         guard !reported else { return }
         reported = true
         stopTransfer()
