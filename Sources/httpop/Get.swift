@@ -86,21 +86,23 @@ struct RequestOptions: ParsableArguments {
     /// Gives `operation` the TLS policy, the route and the command's completion group (see
     /// `waitForCallbacks`), and allows `file:` when that is what was asked for.
     func configure(_ operation: HTTPRequestOperation) throws {
-        operation.completionGroup = Self.callbacks
         operation.securityPolicy = try tls.securityPolicy()
-        operation.route = try route.route()
+        var configuration = operation.configuration
+        configuration.completionGroup = Self.callbacks
+        configuration.route = try route.route()
         if let cookieJar {
-            operation.cookieStore = CookieStore(persistingTo: URL(fileURLWithPath: cookieJar))
+            configuration.cookieStore = CookieStore(persistingTo: URL(fileURLWithPath: cookieJar))
         }
         if operation.request.url?.isFileURL == true {
-            operation.allowedSchemes.insert("file")
+            configuration.allowedSchemes.insert("file")
         }
+        operation.configuration = configuration
     }
 
     /// Writes the cookie jar (`--cookie-jar`) once the operation is over, whatever its
     /// outcome: an error response may set cookies too.
     func saveCookies(of operation: HTTPRequestOperation) {
-        guard let store = operation.cookieStore, let file = store.file else { return }
+        guard let store = operation.configuration.cookieStore, let file = store.file else { return }
         let saved = DispatchSemaphore(value: 0)
         Task {
             do {

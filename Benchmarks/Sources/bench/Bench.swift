@@ -110,7 +110,7 @@ struct Bench: ParsableCommand {
         case .observedMetrics: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.metrics]) }
         case .observedTracing: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.tracing]) }
         case .observedLibraryOnly: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging, .droppingBackends]) }
-        case .droppingMetrics: return try OperationsClient.run(workload) { $0.metricsFactory = DroppingBackends.Metrics() }
+        case .droppingMetrics: return try OperationsClient.run(workload) { $0.defaultConfiguration.metricsFactory = DroppingBackends.Metrics() }
         case .droppingTracing: return try OperationsClient.run(workload) { $0.tracer = DroppingBackends.Tracer() }
         case .urlsession: return URLSessionClient.run(workload)
         case .asynchttpclient: return try AsyncHTTPClientBench.run(workload)

@@ -21,12 +21,12 @@ enum ObservedClient {
         if parts.contains(.logging) {
             var logger = Logger(label: "bench") { _ in DroppingHandler() }
             logger.logLevel = .debug
-            manager.logger = logger
+            manager.defaultConfiguration.logger = logger
         }
-        if parts.contains(.metrics) { manager.metricsFactory = TestMetrics() }
+        if parts.contains(.metrics) { manager.defaultConfiguration.metricsFactory = TestMetrics() }
         if parts.contains(.tracing) { manager.tracer = InMemoryTracer() }
         if parts.contains(.droppingBackends) {
-            manager.metricsFactory = DroppingBackends.Metrics()
+            manager.defaultConfiguration.metricsFactory = DroppingBackends.Metrics()
             manager.tracer = DroppingBackends.Tracer()
         }
     }

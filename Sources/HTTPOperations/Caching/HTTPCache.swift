@@ -8,9 +8,8 @@ import Synchronization
 /// A private HTTP cache (RFC 9111) for GET responses, kept in memory and optionally on
 /// disk.
 ///
-/// Caching is off by default on the manager: assign an `HTTPCache` to
-/// ``HTTPRequestOperationManager/cache`` (or ``URLConnectionOperation/cache``) to enable
-/// it. The memory tier is bounded by `memoryCapacity` bytes; the disk tier needs both a
+/// Caching is off by default on the manager: assign an `HTTPCache` to the
+/// manager's (or an operation's) ``OperationConfiguration/cache`` to enable it. The memory tier is bounded by `memoryCapacity` bytes; the disk tier needs both a
 /// `directory` and a positive `diskCapacity`, and survives restarts. Being private, it
 /// stores responses marked `private` and responses to requests with `Authorization`, which
 /// shared caches must not (§3.5); but a response stored for one credential is never the

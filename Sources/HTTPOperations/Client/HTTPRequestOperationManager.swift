@@ -39,14 +39,12 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// Called with the operation (nil when none was made) and the error.
     public typealias Failure = @Sendable (_ operation: HTTPRequestOperation?, _ error: any Error) -> Void
 
-    /// The manager's settings; those its operations get are read and written through
-    /// `forOperations` by name (see the subscript).
-    @dynamicMemberLookup
+    /// The manager's settings, behind one lock.
     struct Settings {
         var requestSerializer = HTTPRequestSerializer()
         var responseSerializer: any URLResponseSerialization = JSONResponseSerializer()
-        /// The settings every operation the manager configures gets, as one shared copy (see
-        /// `configure`).
+        /// What every operation the manager configures gets, as one shared copy (see
+        /// `configure`): ``defaultConfiguration``, beside defaults for the rest.
         var forOperations = SharedSettings.defaults
         /// The observer of ``reachabilityManager`` while ``suspendsWhileUnreachable`` is set.
         var reachabilityObserver: Handover<any NSObjectProtocol>?
@@ -56,19 +54,6 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var operationFactory: OperationFactory = { HTTPRequestOperation(request: $0) }
         /// Set by `shutdown`: operations enqueued afterwards are refused.
         var isShutDown = false
-
-        /// The settings its operations get, by name (`settings.logger`, `settings.route`, …):
-        /// kept in `forOperations`, so that a change reaches operations made from then on.
-        subscript<Value>(dynamicMember field: WritableKeyPath<URLConnectionOperation.Settings, Value>) -> Value {
-            get { forOperations.value[keyPath: field] }
-            set { forOperations.value[keyPath: field] = newValue }
-        }
-
-        /// Sets the credential, and the origin it is for: `baseURL`'s when there is one.
-        mutating func setCredential(_ credential: URLCredential?, baseURL: URL?) {
-            self.credential = credential
-            forOperations.value.credentialOrigin = credential == nil ? nil : baseURL
-        }
     }
 
     let settings = Mutex(Settings())
@@ -135,18 +120,45 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         set { settings.withLock { $0.responseSerializer = newValue } }
     }
 
-    /// The policy of every host without one of its own (``setSecurityPolicy(_:forHost:)``).
+    /// What every operation the manager makes from now on starts with: completion queue and
+    /// group, credential, total timeout, security policies, schemes, sensitive fields, route,
+    /// cookies, cache, logger and metrics (see ``OperationConfiguration``). Operations made
+    /// before keep what they got. With a ``baseURL``, the credential goes only to the base
+    /// URL's origin (scheme, host, port): a request for an absolute URL elsewhere, or a
+    /// redirect there, goes without it; without a base URL, to each request's own origin.
+    ///
+    /// Reading and writing it take the manager's lock once each: `defaultConfiguration.x = y`
+    /// from two threads at once may lose one change. Configure a manager before sharing it, or
+    /// use the single-field setters (``credential``, ``securityPolicy``, …), which are atomic.
+    public var defaultConfiguration: OperationConfiguration {
+        get { settings.withLock { $0.forOperations.value.configuration } }
+        set { changeDefaults { $0 = newValue } }
+    }
+
+    /// Changes ``defaultConfiguration`` in one lock. Whatever the change, the credential is
+    /// for this manager's origin: its base URL's, or with none, each request's own (nil).
+    func changeDefaults(_ change: (inout OperationConfiguration) -> Void) {
+        let baseURL = baseURL
+        settings.withLock { settings in
+            change(&settings.forOperations.value.configuration)
+            let hasCredential = settings.forOperations.value.configuration.credential != nil
+            settings.forOperations.value.configuration.credentialOrigin = hasCredential ? baseURL : nil
+        }
+    }
+
+    /// The policy of every host without one of its own (``setSecurityPolicy(_:forHost:)``):
+    /// the fallback of the configuration's ``OperationConfiguration/securityPolicies``.
     /// Default ``SecurityPolicy/default``.
     public var securityPolicy: SecurityPolicy {
-        get { settings.withLock { $0.securityPolicies.fallback } }
-        set { settings.withLock { $0.securityPolicies.fallback = newValue } }
+        get { defaultConfiguration.securityPolicies.fallback }
+        set { changeDefaults { $0.securityPolicies.fallback = newValue } }
     }
 
     /// Gives `host` its own policy (nil: back to ``securityPolicy``). Every operation the
     /// manager makes trusts each host it reaches, redirects included, under that host's
     /// policy only: a lax policy for a development host never applies to another.
     public func setSecurityPolicy(_ policy: SecurityPolicy?, forHost host: String) {
-        settings.withLock { $0.securityPolicies.setPolicy(policy, for: host) }
+        changeDefaults { $0.securityPolicies.setPolicy(policy, for: host) }
     }
 
     /// Sets the server-trust block of every operation the manager makes from now on (see
@@ -154,94 +166,34 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// approvals: a server is asked about once for all of them.
     public func setServerTrustEvaluationBlock(_ block: ServerTrustEvaluationBlock?) {
         let evaluation = block.map(ServerTrustEvaluation.init)
-        settings.withLock { $0.serverTrustEvaluation = evaluation }
+        settings.withLock { $0.forOperations.value.serverTrustEvaluation = evaluation }
     }
 
     /// The policy that applies to `host`.
     public func securityPolicy(forHost host: String) -> SecurityPolicy {
-        settings.withLock { $0.securityPolicies.policy(for: host) }
+        defaultConfiguration.securityPolicies.policy(for: host)
     }
 
-    /// Header fields its operations drop when a redirect leaves the origin (see
-    /// ``URLConnectionOperation/sensitiveHeaderFields``).
-    public var sensitiveHeaderFields: Set<String> {
-        get { settings.withLock { $0.sensitiveHeaderFields } }
-        set { settings.withLock { $0.sensitiveHeaderFields = Set(newValue.map { $0.lowercased() }) } }
-    }
-
-    /// The URL schemes the manager's operations may use: http and https by default (see
-    /// ``URLConnectionOperation/allowedSchemes``).
-    public var allowedSchemes: Set<String> {
-        get { settings.withLock { $0.allowedSchemes } ?? TransferRequest.defaultSchemes }
-        set {
-            let schemes = TransferRequest.normalized(newValue)
-            settings.withLock { $0.allowedSchemes = schemes }
-        }
-    }
-
-    /// How the manager's operations reach servers: proxy, Unix domain socket, host overrides
-    /// (see ``NetworkRoute``). Given to each operation the manager makes.
-    public var route: NetworkRoute {
-        get { settings.withLock { $0.route } }
-        set { settings.withLock { $0.route = newValue } }
-    }
-
-    /// The cookies shared by the manager's operations (see ``CookieStore``); nil, the
-    /// default, keeps none. Given to each operation the manager makes.
-    public var cookieStore: CookieStore? {
-        get { settings.withLock { $0.cookieStore } }
-        set { settings.withLock { $0.cookieStore = newValue } }
-    }
-
-    /// The HTTP cache (RFC 9111) of the manager's operations; nil, the default, caches
-    /// nothing. Given to each operation the manager makes.
-    ///
-    /// Off by default: a server's manager usually speaks for many users and many requests,
-    /// and an answer from a cache is an answer the server did not give now. Turn it on where
-    /// the responses say how long they stay fresh (`Cache-Control: max-age`, `ETag`) and a
-    /// revalidated or fresh copy is what you want. See ``HTTPCache`` for what is stored.
-    public var cache: HTTPCache? {
-        get { settings.withLock { $0.cache } }
-        set { settings.withLock { $0.cache = newValue } }
-    }
-
-    /// The queue callbacks run on; nil means a global concurrent queue.
+    /// The queue callbacks run on (``OperationConfiguration/completionQueue``); nil means a
+    /// global concurrent queue.
     public var completionQueue: DispatchQueue? {
-        get { settings.withLock { $0.completionQueue } }
-        set { settings.withLock { $0.completionQueue = newValue } }
+        get { defaultConfiguration.completionQueue }
+        set { changeDefaults { $0.completionQueue = newValue } }
     }
 
-    /// A group every callback enters while it runs.
+    /// A group every callback enters while it runs (``OperationConfiguration/completionGroup``).
     public var completionGroup: DispatchGroup? {
-        get { settings.withLock { $0.completionGroup } }
-        set { settings.withLock { $0.completionGroup = newValue } }
+        get { defaultConfiguration.completionGroup }
+        set { changeDefaults { $0.completionGroup = newValue } }
     }
 
-    /// Passed to every operation, for Basic or Digest authentication. With a ``baseURL`` it is
-    /// sent only to the base URL's origin (scheme, host, port): a request for an absolute URL
-    /// elsewhere, or a redirect there, goes without it.
+    /// Passed to every operation, for Basic or Digest authentication
+    /// (``OperationConfiguration/credential``). With a ``baseURL`` it is sent only to the base
+    /// URL's origin (scheme, host, port): a request for an absolute URL elsewhere, or a
+    /// redirect there, goes without it.
     public var credential: URLCredential? {
-        get { settings.withLock { $0.credential } }
-        set { settings.withLock { $0.setCredential(newValue, baseURL: baseURL) } }
-    }
-
-    /// Where the manager's operations log (see ``URLConnectionOperation/logger``): silent by
-    /// default. Each operation gets it when the manager makes it.
-    public var logger: Logger {
-        get { settings.withLock { $0.logger } }
-        set { settings.withLock { $0.logger = newValue } }
-    }
-
-    /// The swift-metrics factory the manager's operations report to (see
-    /// ``URLConnectionOperation/metricsFactory``): by default the one given to
-    /// `MetricsSystem.bootstrap`, or nil when none was; nil reports nothing. Its instruments
-    /// are made once, here, and shared by every operation the manager makes afterwards.
-    public var metricsFactory: (any MetricsFactory)? {
-        get { settings.withLock { $0.metrics?.factory } }
-        set {
-            let metrics = newValue.flatMap { RequestMetrics(factory: $0) }
-            settings.withLock { $0.metrics = metrics }
-        }
+        get { defaultConfiguration.credential }
+        set { changeDefaults { $0.credential = newValue } }
     }
 
     /// The tracer of the manager's operations (see ``URLConnectionOperation/tracer``). Until
@@ -250,13 +202,6 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     public var tracer: (any Tracer)? {
         get { settings.withLock { $0.tracer } ?? RequestTracing.currentTracer }
         set { settings.withLock { $0.tracer = .some(newValue) } }
-    }
-
-    /// The total timeout of every operation the manager makes (see
-    /// ``URLConnectionOperation/totalTimeout``); nil for none.
-    public var totalTimeout: Duration? {
-        get { settings.withLock { $0.totalTimeout } }
-        set { settings.withLock { $0.totalTimeout = newValue } }
     }
 
     /// The idle timeout of requests whose serializer sets none. nil keeps `URLRequest`'s 60 s.
@@ -296,32 +241,19 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     func configure(_ operation: HTTPRequestOperation, success: Success?, failure: Failure?) {
         let settings = settings.withLock { $0 }
         operation.responseSerializer = settings.responseSerializer
-        // One lock for what goes to the operation's settings, already normalized here.
-        let baseURL = baseURL
+        // One lock for what goes to the operation's settings.
         operation.state.withLock { state in
             // The tracer is the state's, beside the settings (see `SpanParent`).
             if let tracer = settings.tracer { state.tracer = tracer }
             // An operation nobody changed takes the manager's settings as they are: one copy
-            // shared by all (equal to what the assignments below make of the defaults).
+            // shared by all. Any other gets the configuration, and keeps what is its own (its
+            // body's destination, redirects, blocks).
             if state.sharedSettings.isDefaults {
                 state.sharedSettings = settings.forOperations
-                return
+            } else {
+                state.settings.configuration = settings.forOperations.value.configuration
+                state.settings.serverTrustEvaluation = settings.forOperations.value.serverTrustEvaluation
             }
-            state.settings.securityPolicies = settings.securityPolicies
-            state.settings.allowedSchemes = settings.allowedSchemes
-            state.settings.route = settings.route
-            state.settings.cookieStore = settings.cookieStore
-            state.settings.cache = settings.cache
-            state.settings.serverTrustEvaluation = settings.serverTrustEvaluation
-            state.settings.totalTimeout = settings.totalTimeout
-            state.settings.logger = settings.logger
-            state.settings.metrics = settings.metrics
-            state.settings.sensitiveHeaderFields = settings.sensitiveHeaderFields
-            state.settings.credential = settings.credential
-            // The manager's credential is for its base URL's origin, whatever URL a request names.
-            if settings.credential != nil, let baseURL { state.settings.credentialOrigin = baseURL }
-            state.settings.completionQueue = settings.completionQueue
-            state.settings.completionGroup = settings.completionGroup
         }
         var failureBlock: HTTPRequestOperation.FailureBlock?
         if let failure {
@@ -381,7 +313,8 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
             enqueue(operation)
             return operation
         } catch {
-            let (queue, group) = settings.withLock { ($0.completionQueue ?? .global(), $0.completionGroup) }
+            let configuration = defaultConfiguration
+            let (queue, group) = (configuration.completionQueue ?? .global(), configuration.completionGroup)
             queue.async(group: group) { failure?(nil, error) }
             return nil
         }

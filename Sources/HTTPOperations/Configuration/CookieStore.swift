@@ -7,8 +7,8 @@ import FoundationNetworking
 /// requests that match the cookie's domain, path and `Secure` flag, by curl's cookie engine
 /// (RFC 6265 matching; a cookie for `api.example.com` never goes to `example.org`).
 ///
-/// Give one to a manager (``HTTPRequestOperationManager/cookieStore``) and every operation it
-/// makes shares it, or to one operation (``URLConnectionOperation/cookieStore``). A request
+/// Put one in a manager's ``HTTPRequestOperationManager/defaultConfiguration`` and every
+/// operation it makes shares it, or in one operation's (``OperationConfiguration/cookieStore``). A request
 /// whose `httpShouldHandleCookies` is false neither sends nor stores cookies. Without a store
 /// (the default) no cookie is kept, and only a `Cookie` header the request sets itself is
 /// sent.

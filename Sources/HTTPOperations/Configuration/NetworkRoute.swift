@@ -4,9 +4,9 @@ import Foundation
 /// over a Unix domain socket, or to another address than DNS gives for a host.
 ///
 /// The default is what a command-line tool does: straight to the URL's host, through the
-/// proxy the environment names (``ProxyConfiguration/environment``). Set it on a manager
-/// (``HTTPRequestOperationManager/route``) for every operation it makes, or on one operation
-/// (``URLConnectionOperation/route``).
+/// proxy the environment names (``ProxyConfiguration/environment``). Set it in a manager's
+/// ``HTTPRequestOperationManager/defaultConfiguration`` for every operation it makes, or in one
+/// operation's ``URLConnectionOperation/configuration`` (``OperationConfiguration/route``).
 public struct NetworkRoute: Sendable, Equatable {
     /// Which proxy the requests go through. Default ``ProxyConfiguration/environment``.
     public var proxy: ProxyConfiguration

@@ -71,10 +71,7 @@ final class CurlTransfer {
         self.delegate = delegate
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
-        self.isPlain = request.method == "GET" && request.body.isNone && request.credential == nil
-            && request.securityPolicy == .default && request.allowedSchemes == nil
-            && request.serverTrustEvaluation == nil && request.route.isDefault && request.proxyCredential == nil
-            && request.cookieStore == nil
+        self.isPlain = request.isPlain
     }
 
     deinit {
@@ -149,10 +146,7 @@ final class CurlTransfer {
     /// "necessary data rewind was not possible". Such a handle is freed, never pooled.
     private(set) var refusedRewind = false
 
-    /// Whether this is a plain transfer: a GET without a body, credentials or TLS settings of
-    /// its own. Such a transfer sets the same options as every other plain one, differing
-    /// only in values each sets again, so its handle can serve the next one without a reset
-    /// (see ``EasyHandlePool``).
+    /// Whether this is a plain transfer (``TransferRequest/isPlain``), read once.
     let isPlain: Bool
 
     /// Whether curl was ever told to hold this transfer's body (`.later`). Its handle then

@@ -146,6 +146,15 @@ struct TransferRequest: @unchecked Sendable {
     func header(_ name: String) -> String? {
         headers.first { fieldNamesMatch($0.name, name) }?.value
     }
+
+    /// Whether this is a plain transfer: a GET without a body, credentials, TLS settings,
+    /// schemes, route or cookies of its own. Such a transfer sets the same options as every
+    /// other plain one, differing only in values each sets again, so its handle can serve the
+    /// next one without a reset (see ``EasyHandlePool``).
+    var isPlain: Bool {
+        method == "GET" && body.isNone && credential == nil && securityPolicy == .default && allowedSchemes == nil
+            && serverTrustEvaluation == nil && route.isDefault && proxyCredential == nil && cookieStore == nil
+    }
 }
 
 /// A request body, as curl's read callback will serve it.

@@ -4,7 +4,7 @@ import Synchronization
 
 /// The swift-metrics instruments of one `MetricsFactory`, made once and shared by every
 /// operation that reports to it (a manager makes one; see
-/// ``HTTPRequestOperationManager/metricsFactory``). Labels and dimensions are listed in
+/// ``OperationConfiguration/metricsFactory``). Labels and dimensions are listed in
 /// Docs/Observability.md; every dimension value comes from ``MetricDimensions``, so the
 /// number of time series is bounded.
 ///

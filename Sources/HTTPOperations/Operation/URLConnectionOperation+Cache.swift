@@ -154,24 +154,24 @@ extension URLConnectionOperation {
     ///   is the answer only for requests with the same store, and never for one after a
     ///   restart;
     /// - the caller's ``URLConnectionOperation/cachePartition`` and the values of its
-    ///   ``URLConnectionOperation/sensitiveHeaderFields``, under a name no request on the wire
+    ///   ``OperationConfiguration/sensitiveHeaderFields``, under a name no request on the wire
     ///   carries.
     static func cacheView(of request: URLRequest, settings: Settings) -> URLRequest {
         var view = request
         if request.value(forHTTPHeaderField: "Authorization") == nil {
-            if let credential = settings.credential, let user = credential.user {
+            if let credential = settings.configuration.credential, let user = credential.user {
                 view.setValue("credential \(user):\(credential.password ?? "")", forHTTPHeaderField: "Authorization")
             } else if let url = request.url, url.user != nil || url.password != nil {
                 view.setValue("credential \(url.user ?? ""):\(url.password ?? "")", forHTTPHeaderField: "Authorization")
             }
         }
-        if let store = settings.cookieStore, request.httpShouldHandleCookies, request.value(forHTTPHeaderField: "Cookie") == nil {
+        if let store = settings.configuration.cookieStore, request.httpShouldHandleCookies, request.value(forHTTPHeaderField: "Cookie") == nil {
             view.setValue("cookie store \(store.identity)", forHTTPHeaderField: "Cookie")
         }
         // The caller's partition, and the values of the fields it named sensitive (an API key):
         // each names whom the request speaks for.
         // Each part length-prefixed (no CR or LF: Foundation drops a field value holding one).
-        let sensitive = settings.sensitiveHeaderFields.sorted().compactMap { name in
+        let sensitive = settings.configuration.sensitiveHeaderFields.sorted().compactMap { name in
             request.value(forHTTPHeaderField: name).map { "\(name.utf8.count):\(name)=\($0.utf8.count):\($0)" }
         }
         if settings.cachePartition != nil || !sensitive.isEmpty {

@@ -12,7 +12,7 @@ extension URLConnectionOperation {
     /// before the outcome: an operation with this block gets a serial queue targeting it.
     /// Set it before the operation starts; the operation reads its settings then.
     public func setInformationalResponseBlock(_ block: InformationalResponseBlock?) {
-        state.withLock { $0.settings.informationalBlock = block }
+        changeSettings("informationalResponseBlock") { $0.informationalBlock = block }
     }
 
     /// The trailer fields that followed the final response's body (a chunked body's trailer
@@ -34,6 +34,6 @@ extension URLConnectionOperation {
     /// the body. A field whose name is not a token, or whose value holds CR, LF or NUL, fails
     /// the operation before the trailer section is sent.
     public func setRequestTrailersBlock(_ block: RequestTrailersBlock?) {
-        state.withLock { $0.settings.requestTrailers = block }
+        changeSettings("requestTrailersBlock") { $0.requestTrailers = block }
     }
 }

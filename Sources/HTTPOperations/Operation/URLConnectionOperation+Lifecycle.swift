@@ -26,8 +26,9 @@ extension URLConnectionOperation {
         // After prepareRequest(), so observers see the request that is sent.
         NotificationCenter.default.post(name: .networkingOperationDidStart, object: self)
         // The settings and the request only: copying the whole state retains every field.
-        var (settings, request, cancelledBefore, everyStatusIsAnAnswer, spanParent) = state.withLock {
-            ($0.settings, $0.currentRequest, $0.cancelRequested, $0.everyStatusIsAnAnswer, $0.spanParent)
+        var (settings, request, cancelledBefore, everyStatusIsAnAnswer, spanParent) = state.withLock { state in
+            state.settingsTaken = true
+            return (state.settings, state.currentRequest, state.cancelRequested, state.everyStatusIsAnAnswer, state.spanParent)
         }
         settings.everyStatusIsAnAnswer = everyStatusIsAnAnswer
         if cancelledBefore {
@@ -36,7 +37,7 @@ extension URLConnectionOperation {
             return
         }
         // Answered from the cache, or refused by its policy: nothing is sent.
-        if let cache = settings.cache, consultCache(cache, request: &request, settings: settings) { return }
+        if let cache = settings.configuration.cache, consultCache(cache, request: &request, settings: settings) { return }
         startSpan(spanParent, request: &request)
         // Built outside the lock: it works out the first transfer and opens the body's file.
         let connection = TransferDriver(operation: self, settings: consume settings, request: request)
@@ -115,7 +116,7 @@ extension URLConnectionOperation {
             return queued || completion == nil
         }
         guard !taken, let completion else { return }
-        let (queue, group) = state.withLock { ($0.settings.completionQueue ?? .global(), $0.settings.completionGroup) }
+        let (queue, group) = state.withLock { ($0.settings.configuration.completionQueue ?? .global(), $0.settings.configuration.completionGroup) }
         queue.async(group: group, execute: completion)
     }
 
@@ -193,7 +194,7 @@ extension URLConnectionOperation {
             // writing would copy them.
             if state.settings.holdsBlocks, state.sharedSettings.isOwn() { state.settings.dropBlocks() }
             defer { state.pendingPauseCompletions.removeAll() }
-            return (state.settings.completionQueue, state.settings.completionGroup, state.pendingPauseCompletions,
+            return (state.settings.configuration.completionQueue, state.settings.configuration.completionGroup, state.pendingPauseCompletions,
                     state.cacheExchange != nil)
         }
         let queue = callbackQueue ?? completionQueue ?? .global()
@@ -286,7 +287,7 @@ extension URLConnectionOperation {
             let keys = before.changedKeys(to: after)
             // Only the metrics, read first: both are computed properties of the state now, and
             // passing the settings beside an inout access would copy them.
-            let metrics = before == .ready ? state.settings.metrics : nil
+            let metrics = before == .ready ? state.settings.configuration.metrics : nil
             let inFlight = inFlightChange(from: before, to: after, &state.observation, metrics: metrics)
             guard !state.announcing else {
                 state.unannounced.append(contentsOf: keys)

@@ -7,21 +7,6 @@ import Tracing
 /// then cost nothing per request. See Docs/Observability.md for every label, dimension and
 /// attribute.
 extension URLConnectionOperation {
-    /// The swift-metrics factory the operation reports to: request counts by method, status
-    /// class and kind of error, duration and time to first byte, in-flight operations, bytes,
-    /// retries, resumes and connection reuse. Default: the factory given to
-    /// `MetricsSystem.bootstrap` (read once, the first time an operation is made), or nil when
-    /// none was; nil reports nothing. A manager gives its operations its own
-    /// ``HTTPRequestOperationManager/metricsFactory``. Read when the operation starts.
-    public var metricsFactory: (any MetricsFactory)? {
-        get { state.withLock { $0.settings.metrics?.factory } }
-        set {
-            // Made outside the lock: it makes the instruments.
-            let metrics = newValue.flatMap { RequestMetrics(factory: $0) }
-            state.withLock { $0.settings.metrics = metrics }
-        }
-    }
-
     /// The tracer that records the operation's client span and writes its propagation header
     /// fields (W3C `traceparent` with swift-otel) into the request. Default: the tracer of
     /// `InstrumentationSystem` (or bound with `withTracer`) when the operation was made, nil

@@ -61,39 +61,25 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         /// error answer is not held aside but delivered like a 200, to memory or a stream.
         /// Taken from ``State/everyStatusIsAnAnswer`` at start.
         var everyStatusIsAnAnswer = false
-        var completionQueue: DispatchQueue?
-        var completionGroup: DispatchGroup?
-        var credential: URLCredential?
-        /// The origin ``credential`` is for; nil: the request's own. A manager with a base URL
-        /// sets its base URL here, so its credential never goes to another origin.
-        var credentialOrigin: URL?
+        /// What the operation shares with its client's other operations (see
+        /// ``OperationConfiguration``): one assignment gives it the manager's.
+        var configuration = OperationConfiguration()
+        /// The server-trust block and the approvals it gave, shared by every operation of the
+        /// manager that set it. Not part of ``configuration``: it is set with
+        /// `setServerTrustEvaluationBlock`, and assigning a configuration keeps it.
+        var serverTrustEvaluation: ServerTrustEvaluation?
         var maximumRedirects = 16
-        /// The longest the operation may take from start to outcome; nil for no limit.
-        var totalTimeout: Duration?
         var uploadProgress: TransferProgressBlock?
         var downloadProgress: TransferProgressBlock?
         var redirectBlock: RedirectResponseBlock?
         var informationalBlock: InformationalResponseBlock?
         var requestTrailers: RequestTrailersBlock?
         var challengeBlock: AuthenticationChallengeBlock?
-        var serverTrustEvaluation: ServerTrustEvaluation?
-        var securityPolicies = HostSecurityPolicies()
-        /// nil: http and https (see ``TransferRequest/allowedSchemes``).
-        var allowedSchemes: Set<String>?
-        var sensitiveHeaderFields: Set<String> = []
-        /// Proxy, Unix socket and host overrides.
-        var route = NetworkRoute.default
-        var cookieStore: CookieStore?
         /// Whom the request speaks for, as far as the cache is concerned (see
         /// ``URLConnectionOperation/cachePartition``).
         var cachePartition: String?
-        /// The HTTP cache asked before sending and told of the answer; nil: none.
-        var cache: HTTPCache?
         /// Downloads: where the body goes, how it continues, and what it must add up to.
         var download = DownloadConfiguration()
-        var logger = URLConnectionOperation.silentLogger
-        /// swift-metrics instruments; nil reports nothing.
-        var metrics = RequestMetrics.bootstrapped
 
         /// Whether any of the blocks ``dropBlocks()`` drops is set.
         var holdsBlocks: Bool {
@@ -136,6 +122,9 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var delivery = Delivery.ready
         /// Set by the first effective cancel(); start() checks it under the same lock.
         var cancelRequested = false
+        /// Set when `start()` copies the settings for the transfer (after `prepareRequest()`):
+        /// from then on a change would never reach it, and is refused (see `changeSettings`).
+        var settingsTaken = false
         /// Set by the HTTPTypes door (see ``Settings/everyStatusIsAnAnswer``). Kept here so
         /// that the door's operations still share their manager's settings.
         var everyStatusIsAnAnswer = false
@@ -189,8 +178,6 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
 
     let state: Mutex<State>
 
-    /// Every operation's logger until one is set: made once, copied (a retain) per operation.
-    static let silentLogger = Logger(label: "HTTPOperations", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Records the head of the response being received. Network thread; cheap.
     func setResponseHead(_ head: ResponseHead, url: URL) {
@@ -287,79 +274,6 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// the error of whatever processed the response.
     open var error: (any Error)? { state.withLock { $0.error } }
 
-    // MARK: - Configuration (set before the operation starts)
-
-    /// Where the response body goes. nil (the default) keeps it in memory as ``responseData``;
-    /// a stream, for example `OutputStream(toFileAtPath:append:)`, receives it as it arrives.
-    /// The operation opens and closes the stream.
-    public var outputStream: OutputStream? {
-        get { state.withLock { $0.settings.outputStream.value } }
-        set {
-            let handover = Handover(newValue)
-            state.withLock { $0.settings.outputStream = handover }
-        }
-    }
-
-    /// The file the response body is written to, resumably; created if missing. Takes
-    /// precedence over ``outputStream``. A paused or interrupted download to a file continues
-    /// from the bytes on disk, and its ``resumeData`` is also saved beside it (see
-    /// ``ResumeData/sidecarURL(for:)``) so another process can continue it.
-    public var destinationURL: URL? {
-        get { state.withLock { $0.settings.download.destination } }
-        set { state.withLock { $0.settings.download.destination = newValue } }
-    }
-
-    /// Write to ``destinationURL`` even when it is a symbolic link. Default false: the file is
-    /// opened with `O_NOFOLLOW`, and a link there (planted where a download was expected, to
-    /// make it overwrite another file) fails the operation with ``SecurityError``
-    /// `.destinationIsSymbolicLink` before anything is sent.
-    public var followsSymbolicLinks: Bool {
-        get { state.withLock { $0.settings.download.followsSymbolicLinks } }
-        set { state.withLock { $0.settings.download.followsSymbolicLinks = newValue } }
-    }
-
-    /// Continue the bytes already in ``destinationURL`` instead of starting it afresh, with
-    /// `Range` only, as `curl -C -` does. With no validator the server cannot tell whether the
-    /// resource changed, so prefer ``URLConnectionOperation/init(resumeData:)`` when you have it.
-    public var resumesExistingFile: Bool {
-        get { state.withLock { $0.settings.download.continuing } }
-        set {
-            state.withLock {
-                $0.settings.download.continuing = newValue
-                $0.settings.download.rangeWithoutValidator = newValue
-            }
-        }
-    }
-
-    /// How a download resumes itself after its connection drops. Default: three retries.
-    public var retryPolicy: RetryPolicy {
-        get { state.withLock { $0.settings.download.retryPolicy } }
-        set { state.withLock { $0.settings.download.retryPolicy = newValue } }
-    }
-
-    /// The SHA-256 the complete body must have, as hex; a mismatch fails the operation with
-    /// ``IntegrityError`` and the download is not reported as complete.
-    public var expectedSHA256: String? {
-        get { state.withLock { $0.settings.download.expectedSHA256 } }
-        set { state.withLock { $0.settings.download.expectedSHA256 = newValue?.lowercased() } }
-    }
-
-    /// The largest response body kept in memory (``outputStream`` and ``destinationURL`` unset).
-    /// A body announced or grown beyond it stops the transfer and fails the operation with
-    /// ``TransferError`` `.bodyTooLarge`. nil: no limit. Default 512 MiB. Bodies written to a
-    /// file or stream have no limit: they never stay in memory.
-    public var maximumBodySize: Int64? {
-        get { state.withLock { $0.settings.download.maximumBodySize } }
-        set { state.withLock { $0.settings.download.maximumBodySize = newValue.map { max(0, $0) } } }
-    }
-
-    /// The length the complete body must have; a mismatch fails the operation with
-    /// ``IntegrityError``.
-    public var expectedContentLength: Int64? {
-        get { state.withLock { $0.settings.download.expectedLength } }
-        set { state.withLock { $0.settings.download.expectedLength = newValue } }
-    }
-
     /// How the download got its bytes: resumes, restarts, bytes fetched again.
     public var downloadMetrics: DownloadMetrics { state.withLock { $0.machine.metrics } }
 
@@ -367,182 +281,10 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// with bytes held in ``destinationURL``; nil otherwise (bodies in memory die with it).
     public var resumeData: ResumeData? { state.withLock { $0.resumeData } }
 
-    /// The queue that callbacks run on. nil (the default) means a global concurrent queue: a
-    /// server has no main queue that anybody drains.
-    public var completionQueue: DispatchQueue? {
-        get { state.withLock { $0.settings.completionQueue } }
-        set { state.withLock { $0.settings.completionQueue = newValue } }
-    }
-
-    /// A group that every callback of this operation enters while it runs.
-    public var completionGroup: DispatchGroup? {
-        get { state.withLock { $0.settings.completionGroup } }
-        set { state.withLock { $0.settings.completionGroup = newValue } }
-    }
-
     /// Free-form values for the caller's own use.
     public var userInfo: [String: any Sendable] {
         get { state.withLock { $0.userInfo } }
         set { state.withLock { $0.userInfo = newValue } }
-    }
-
-    /// The credential for Basic or Digest authentication; curl negotiates which. It is sent
-    /// only to the origin of ``request``, never to a host a redirect leads to.
-    public var credential: URLCredential? {
-        get { state.withLock { $0.settings.credential } }
-        set { state.withLock { $0.settings.credential = newValue } }
-    }
-
-    /// The longest the whole operation may take, from `start()` to its outcome: every
-    /// transfer, redirect, authentication round, retry wait, block decision and pause
-    /// included. When it passes, the operation fails with `URLError(.timedOut)` wherever it
-    /// is (a download to a file keeps its bytes and resume data). nil (the default) sets no
-    /// limit; `URLRequest.timeoutInterval` stays the idle timeout either way.
-    public var totalTimeout: Duration? {
-        get { state.withLock { $0.settings.totalTimeout } }
-        set { state.withLock { $0.settings.totalTimeout = newValue } }
-    }
-
-    /// How many redirects to follow before failing with `URLError(.httpTooManyRedirects)`;
-    /// 0 follows none. Default 16.
-    public var maximumRedirects: Int {
-        get { state.withLock { $0.settings.maximumRedirects } }
-        set { state.withLock { $0.settings.maximumRedirects = max(0, newValue) } }
-    }
-
-    /// How the TLS certificate of the request's host is trusted (pins, authorities, client
-    /// certificate; see Docs/Security.md). Default: the system's authorities, with the chain
-    /// and the host name verified.
-    ///
-    /// It applies to the host of ``request`` only: a redirect to another host is trusted
-    /// under that host's policy in ``securityPolicies`` (the manager's per-host policies, else
-    /// their fallback), so a lax policy set here never reaches another host.
-    public var securityPolicy: SecurityPolicy {
-        get { state.withLock { $0.settings.securityPolicies.policy(for: request.url?.host) } }
-        set {
-            let host = request.url?.host
-            state.withLock { state in
-                if let host { state.settings.securityPolicies.setPolicy(newValue, for: host) } else { state.settings.securityPolicies.fallback = newValue }
-            }
-        }
-    }
-
-    /// The policy of each host this operation may reach, its request's and any a redirect
-    /// leads to. The manager sets it from its own (see
-    /// ``HTTPRequestOperationManager/setSecurityPolicy(_:forHost:)``).
-    public var securityPolicies: HostSecurityPolicies {
-        get { state.withLock { $0.settings.securityPolicies } }
-        set { state.withLock { $0.settings.securityPolicies = newValue } }
-    }
-
-    /// Header fields that hold secrets (an API key: `X-Api-Key`), dropped from the request when
-    /// a redirect leaves its origin, as `Authorization`, `Cookie` and `Proxy-Authorization`
-    /// always are. Compared case-insensitively. Default empty.
-    public var sensitiveHeaderFields: Set<String> {
-        get { state.withLock { $0.settings.sensitiveHeaderFields } }
-        set { state.withLock { $0.settings.sensitiveHeaderFields = Set(newValue.map { $0.lowercased() }) } }
-    }
-
-    /// The URL schemes the operation may use, lower-case: http and https by default. A
-    /// request or redirect to any other scheme fails with ``SecurityError``
-    /// `.schemeNotAllowed` before anything is opened; add `"file"` to read local files
-    /// through an operation. (libcurl is told the same, `CURLOPT_PROTOCOLS_STR`.)
-    public var allowedSchemes: Set<String> {
-        get { state.withLock { $0.settings.allowedSchemes } ?? TransferRequest.defaultSchemes }
-        set {
-            let schemes = TransferRequest.normalized(newValue)
-            state.withLock { $0.settings.allowedSchemes = schemes }
-        }
-    }
-
-    /// How the operation's connections reach the server: proxy, Unix domain socket, host
-    /// overrides (see ``NetworkRoute``). A manager gives the operations it makes its own
-    /// ``HTTPRequestOperationManager/route``. Default ``NetworkRoute/default``.
-    public var route: NetworkRoute {
-        get { state.withLock { $0.settings.route } }
-        set { state.withLock { $0.settings.route = newValue } }
-    }
-
-    /// The cookies the operation sends and keeps (see ``CookieStore``); nil, the default,
-    /// keeps none. Ignored for a request whose `httpShouldHandleCookies` is false. A manager
-    /// gives the operations it makes its ``HTTPRequestOperationManager/cookieStore``.
-    public var cookieStore: CookieStore? {
-        get { state.withLock { $0.settings.cookieStore } }
-        set { state.withLock { $0.settings.cookieStore = newValue } }
-    }
-
-    /// Whom this request speaks for, when the cache cannot see it in the request: an API key
-    /// in a field of your own, a tenant, a user your server acts for. A response stored for
-    /// one partition (or for none) is never the answer to a request in another, as for
-    /// requests with different `Authorization` or `Cookie` values; such responses stay in the
-    /// cache's memory, never its folder. nil, the default: the request's fields alone tell.
-    public var cachePartition: String? {
-        get { state.withLock { $0.settings.cachePartition } }
-        set { state.withLock { $0.settings.cachePartition = newValue } }
-    }
-
-    /// The HTTP cache (RFC 9111) the operation asks before it sends its request and stores
-    /// the answer in; nil, the default, caches nothing. The request's `cachePolicy` says how
-    /// it is used (see ``HTTPCache``). Only bodies collected in memory are cached. A manager
-    /// gives the operations it makes its ``HTTPRequestOperationManager/cache``. Set it before
-    /// the operation starts.
-    public var cache: HTTPCache? {
-        get { state.withLock { $0.settings.cache } }
-        set { state.withLock { $0.settings.cache = newValue } }
-    }
-
-    /// Where the operation logs: silent by default; a manager gives the operations it makes its
-    /// own ``HTTPRequestOperationManager/logger`` when it makes them. The library logs at
-    /// `debug` (start, redirect, retry, resume, outcome: status, bytes, duration, transfers,
-    /// retries, resumes, error) and `trace` (timings), under `httpop.` keys with the
-    /// ``requestID``; URLs lose credentials and secret-looking query values. Read when the
-    /// operation starts (task-local loggers do not reach the network thread).
-    public var logger: Logger {
-        get { state.withLock { $0.settings.logger } }
-        set { state.withLock { $0.settings.logger = newValue } }
-    }
-
-    /// Sets the block that judges each server this operation is about to send to, on each new
-    /// connection, after the security policy accepted it: AFNetworking's
-    /// `setWillSendRequestForAuthenticationChallengeBlock:` for server trust, on Linux.
-    ///
-    /// It runs on ``completionQueue``, never on the network thread: the transfer stops after
-    /// the handshake, before any request byte, the block is asked, and a yes sends the request
-    /// again on a new connection (a server is asked about once: its approval is kept for the
-    /// operation, or for every operation of the manager that set the block). A no fails the
-    /// operation with ``SecurityError`` `.serverTrustRefused`; nothing was sent. The block
-    /// can refuse a server the policy accepts, never accept one it refused: to judge
-    /// certificates no authority vouches for, combine it with `allowInvalidCertificates`.
-    /// Released when the operation finishes.
-    public func setServerTrustEvaluationBlock(_ block: ServerTrustEvaluationBlock?) {
-        let evaluation = block.map(ServerTrustEvaluation.init)
-        state.withLock { $0.settings.serverTrustEvaluation = evaluation }
-    }
-
-    /// Sets the block told about request-body bytes as curl takes them. Coalesced: a fast
-    /// upload gets a few calls, each with the bytes since the previous one. Runs on
-    /// ``completionQueue``.
-    public func setUploadProgressBlock(_ block: TransferProgressBlock?) {
-        state.withLock { $0.settings.uploadProgress = block }
-    }
-
-    /// Sets the block told about response-body bytes as they arrive. Coalesced like upload
-    /// progress. Runs on ``completionQueue``.
-    public func setDownloadProgressBlock(_ block: TransferProgressBlock?) {
-        state.withLock { $0.settings.downloadProgress = block }
-    }
-
-    /// Sets the block that may rewrite or refuse each redirect. Without one, redirects are
-    /// followed (up to ``maximumRedirects``) with the method rules of RFC 9110 §15.4. Runs on
-    /// ``completionQueue``.
-    public func setRedirectResponseBlock(_ block: RedirectResponseBlock?) {
-        state.withLock { $0.settings.redirectBlock = block }
-    }
-
-    /// Sets the block asked for a credential when a response is 401 or 407 and no
-    /// ``credential`` was accepted. Runs on ``completionQueue``.
-    public func setAuthenticationChallengeBlock(_ block: AuthenticationChallengeBlock?) {
-        state.withLock { $0.settings.challengeBlock = block }
     }
 
     // MARK: - Operation (the lifecycle is in URLConnectionOperation+Lifecycle.swift)

@@ -2,7 +2,7 @@ import Dispatch
 
 extension Duration {
     /// This duration as the delay of a `DispatchQueue.asyncAfter`, for a deadline such as
-    /// ``URLConnectionOperation/totalTimeout``; nil when it is too long to ever pass, that is,
+    /// ``OperationConfiguration/totalTimeout``; nil when it is too long to ever pass, that is,
     /// longer than `Int.max` nanoseconds (about 292 years), which is how `.seconds(Int64.max)`
     /// says "no limit". A negative duration is no delay. Below a nanosecond, truncated.
     ///

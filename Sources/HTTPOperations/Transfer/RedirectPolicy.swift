@@ -13,7 +13,7 @@ enum RedirectPolicy {
     private static let bodyHeaderFields = ["Content-Type", "Content-Length", "Content-Encoding", "Content-Language", "Content-Location"]
 
     /// Header fields that carry credentials, dropped when the redirect leaves the origin
-    /// (with any the caller lists as secret, see ``URLConnectionOperation/sensitiveHeaderFields``).
+    /// (with any the caller lists as secret, see ``OperationConfiguration/sensitiveHeaderFields``).
     static let credentialHeaderFields: Set<String> = ["authorization", "cookie", "proxy-authorization"]
 
     /// The request to send after `previous` was answered with `status` pointing at `location`.

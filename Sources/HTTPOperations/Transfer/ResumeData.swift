@@ -6,7 +6,7 @@ import Foundation
 /// The offset it records is advisory: when the download goes to a file, the file's size on
 /// disk is what is resumed from, so a crash between a write and the next save loses nothing.
 /// Credentials (`Authorization`, `Cookie`, `Proxy-Authorization`, a `user:password@` in the
-/// URL, and the operation's ``URLConnectionOperation/sensitiveHeaderFields``) are never
+/// URL, and the operation's ``OperationConfiguration/sensitiveHeaderFields``) are never
 /// stored; set them again on the new operation. Sidecar files are written with mode 0600.
 public struct ResumeData: Codable, Sendable, Equatable {
     /// The format this version of the library writes and reads.

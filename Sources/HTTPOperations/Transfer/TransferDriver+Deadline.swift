@@ -1,6 +1,6 @@
 import Foundation
 
-/// The operation's total timeout (``URLConnectionOperation/totalTimeout``): one timer for the
+/// The operation's total timeout (``OperationConfiguration/totalTimeout``): one timer for the
 /// whole operation, armed when its connection begins.
 extension TransferDriver {
     /// Fails the operation with `URLError(.timedOut)` `limit` from now, whatever it is doing

@@ -90,41 +90,35 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
 
     /// Snapshots the operation's configuration, works out the first transfer and opens the
     /// body's destination, on the calling thread.
-    init(operation: URLConnectionOperation, settings configuration: consuming URLConnectionOperation.Settings, request: URLRequest) {
+    init(operation: URLConnectionOperation, settings: consuming URLConnectionOperation.Settings, request: URLRequest) {
         self.operation = operation
-        self.logger = RequestLogging.logger(configuration.logger, requestID: operation.requestID, request: request)
-        self.completionGroup = configuration.completionGroup
-        self.redirectBlock = configuration.redirectBlock
-        self.challengeBlock = configuration.challengeBlock
-        self.informationalBlock = configuration.informationalBlock
-        self.requestTrailers = configuration.requestTrailers
-        self.totalTimeout = configuration.totalTimeout
-        let inputs = TransferInputs(credential: configuration.credential,
-                                    credentialOrigin: configuration.credential == nil ? nil
-                                        : configuration.credentialOrigin ?? request.url,
-                                    securityPolicies: configuration.securityPolicies,
-                                    allowedSchemes: configuration.allowedSchemes,
-                                    serverTrustEvaluation: configuration.serverTrustEvaluation,
-                                    route: configuration.route, cookieStore: configuration.cookieStore)
+        self.logger = RequestLogging.logger(settings.configuration.logger, requestID: operation.requestID, request: request)
+        self.completionGroup = settings.configuration.completionGroup
+        self.redirectBlock = settings.redirectBlock
+        self.challengeBlock = settings.challengeBlock
+        self.informationalBlock = settings.informationalBlock
+        self.requestTrailers = settings.requestTrailers
+        self.totalTimeout = settings.configuration.totalTimeout
+        let inputs = TransferInputs(settings, request: request)
         self.inputs = inputs
-        self.sensitiveHeaderFields = configuration.sensitiveHeaderFields
-        self.download = configuration.download
-        self.bodyChannel = configuration.bodyChannel
-        self.everyStatusIsAnAnswer = configuration.everyStatusIsAnAnswer
+        self.sensitiveHeaderFields = settings.configuration.sensitiveHeaderFields
+        self.download = settings.download
+        self.bodyChannel = settings.bodyChannel
+        self.everyStatusIsAnAnswer = settings.everyStatusIsAnAnswer
         self.request = request
         self.originalRequest = request
         // The completion queue may be concurrent (the global one, by default): callbacks that
         // must run before the outcome's, in order, need a serial queue of their own.
-        let callbacksBeforeTheOutcome = configuration.uploadProgress != nil || configuration.downloadProgress != nil
-            || configuration.informationalBlock != nil
+        let callbacksBeforeTheOutcome = settings.uploadProgress != nil || settings.downloadProgress != nil
+            || settings.informationalBlock != nil
         let queue = callbacksBeforeTheOutcome
-            ? URLConnectionOperation.makeCallbackQueue(targeting: configuration.completionQueue)
-            : configuration.completionQueue ?? .global()
+            ? URLConnectionOperation.makeCallbackQueue(targeting: settings.configuration.completionQueue)
+            : settings.configuration.completionQueue ?? .global()
         self.callbackQueue = queue
-        self.uploadProgress = configuration.uploadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
-        self.downloadProgress = configuration.downloadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
-        let outputStream: BodyWriter.Target? = configuration.bodyChannel.map { .consumer($0) }
-            ?? configuration.outputStream.value.map { .stream($0) }
+        self.uploadProgress = settings.uploadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
+        self.downloadProgress = settings.downloadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
+        let outputStream: BodyWriter.Target? = settings.bodyChannel.map { .consumer($0) }
+            ?? settings.outputStream.value.map { .stream($0) }
         let first = Result { try inputs.transferRequest(for: request) }
         // The first transfer holds the method upper-cased already, and the header fields as
         // a list (cheaper to scan than the request's dictionary).
@@ -135,22 +129,22 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
         }.get()
         let method = read?.method ?? (request.httpMethod ?? "GET").uppercased()
         let sendsOwnRange = read?.sendsOwnRange ?? false
-        let inMemory = configuration.download.destination == nil && outputStream == nil
+        let inMemory = settings.download.destination == nil && outputStream == nil
         let machineConfiguration = TransferStateMachine.Configuration(
-            maximumRedirects: configuration.maximumRedirects,
-            answersChallenges: configuration.challengeBlock != nil,
-            retryPolicy: configuration.download.retryPolicy,
+            maximumRedirects: settings.maximumRedirects,
+            answersChallenges: settings.challengeBlock != nil,
+            retryPolicy: settings.download.retryPolicy,
             isIdempotent: TransferRequest.idempotentMethods.contains(method),
-            maximumBodySize: inMemory ? configuration.download.maximumBodySize : nil,
-            canRestart: configuration.download.destination != nil || outputStream == nil,
+            maximumBodySize: inMemory ? settings.download.maximumBodySize : nil,
+            canRestart: settings.download.destination != nil || outputStream == nil,
             sendsOwnRange: sendsOwnRange,
             expectsBody: method != "HEAD",
             // Where every status is an answer (the HTTPTypes door), an error answer is the body
             // of memory or a stream; a file holds only bytes of the resource, always.
-            errorAnswerJoinsBody: inMemory || (configuration.everyStatusIsAnAnswer && configuration.download.destination == nil),
-            everyStatusIsTheBody: configuration.everyStatusIsAnAnswer && configuration.download.destination == nil,
+            errorAnswerJoinsBody: inMemory || (settings.everyStatusIsAnAnswer && settings.download.destination == nil),
+            everyStatusIsTheBody: settings.everyStatusIsAnAnswer && settings.download.destination == nil,
             expectsHeads: ["http", "https"].contains(request.url?.scheme?.lowercased() ?? ""))
-        let download = configuration.download
+        let download = settings.download
         operation.state.withLock { state in
             state.machine.configure(machineConfiguration, validator: download.validator, entityTag: download.entityTag,
                                     lastModified: download.lastModified, knownLength: download.knownLength,

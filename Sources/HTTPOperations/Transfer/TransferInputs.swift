@@ -26,6 +26,20 @@ struct TransferInputs {
     /// The cookies to send and keep, for every transfer whose request handles cookies.
     let cookieStore: CookieStore?
 
+    /// The inputs an operation's settings give its transfers; `request` is the first one,
+    /// whose origin a credential without one (an operation's own) is for.
+    init(_ settings: borrowing URLConnectionOperation.Settings, request: URLRequest) {
+        let configuration = settings.configuration
+        credential = configuration.credential
+        credentialOrigin = configuration.credential == nil ? nil : configuration.credentialOrigin ?? request.url
+        securityPolicies = configuration.securityPolicies
+        // The explicit set only: nil (the defaults) keeps a plain GET plain (``TransferRequest/isPlain``).
+        allowedSchemes = configuration.explicitSchemes
+        serverTrustEvaluation = settings.serverTrustEvaluation
+        route = configuration.route
+        cookieStore = configuration.cookieStore
+    }
+
     /// What curl needs to send `request`, with the credential only where it belongs and the
     /// security policy of the host it goes to.
     ///

@@ -29,7 +29,7 @@ extension AllTests.HTTPCacheOperations {
         let url = testServer.url(.cacheable(key: Self.key("store-user"), cacheControl: "private, max-age=3600"))
         func get(with store: CookieStore) async throws -> HTTPRequestOperation {
             let operation = manager.httpRequestOperation(with: URLRequest(url: url), success: nil, failure: nil)
-            operation.cookieStore = store
+            operation.configuration.cookieStore = store
             manager.enqueue(operation)
             try await waitUntilFinished(operation)
             return operation

@@ -19,7 +19,7 @@ extension AllTests {
         static func manager(_ cache: HTTPCache?) -> HTTPRequestOperationManager {
             let manager = HTTPRequestOperationManager()
             manager.responseSerializer = HTTPResponseSerializer()
-            manager.cache = cache
+            manager.defaultConfiguration.cache = cache
             return manager
         }
 
@@ -235,7 +235,7 @@ extension AllTests {
 
         @Test func withoutACacheEveryRequestIsSent() async throws {
             let manager = Self.manager(nil)
-            #expect(HTTPRequestOperationManager().cache == nil)
+            #expect(HTTPRequestOperationManager().defaultConfiguration.cache == nil)
             let key = Self.key("none")
             let url = testServer.url(.cacheable(key: key, cacheControl: "max-age=600"))
             try await Self.get(url, on: manager)
@@ -260,7 +260,7 @@ extension AllTests {
         @Test func lookupsAreCountedInTheMetrics() async throws {
             let metrics = TestMetrics()
             let manager = Self.manager(try HTTPCache())
-            manager.metricsFactory = metrics
+            manager.defaultConfiguration.metricsFactory = metrics
             let key = Self.key("metrics")
             let fresh = testServer.url(.cacheable(key: key, cacheControl: "max-age=600"))
             let stale = testServer.url(.cacheable(key: key, cacheControl: "max-age=0", etag: true))

@@ -57,10 +57,10 @@ extension AllTests.HTTPCacheOperations {
                            headers: ["Cookie": "session=alice"])
         // A field named sensitive (an API key) is an identity too: not even its digest, which a
         // `Vary` naming it would write, reaches the folder.
-        manager.sensitiveHeaderFields = ["x-api-key"]
+        manager.defaultConfiguration.sensitiveHeaderFields = ["x-api-key"]
         try await Self.get(testServer.url(.cacheable(key: Self.key("api-key"), cacheControl: "max-age=600", vary: "X-Api-Key")),
                            on: manager, headers: ["X-Api-Key": "key-123"])
-        manager.sensitiveHeaderFields = []
+        manager.defaultConfiguration.sensitiveHeaderFields = []
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
         try await Self.get(testServer.url(.cacheable(key: Self.key("nobody"), cacheControl: "max-age=600")), on: manager)
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
@@ -89,7 +89,7 @@ extension AllTests.HTTPCacheOperations {
             defer { try? FileManager.default.removeItem(at: file) }
             try "127.0.0.1\tFALSE\t/\tFALSE\t0\tuser\t\(user)\n".write(to: file, atomically: true, encoding: .utf8)
             let manager = Self.manager(cache)
-            manager.cookieStore = CookieStore(persistingTo: file)
+            manager.defaultConfiguration.cookieStore = CookieStore(persistingTo: file)
             bodies.append(Self.body(try await Self.get(url, on: manager)))
         }
         #expect(bodies == ["\(key) version 0 for user=alice", "\(key) version 0 for user=bob"])

@@ -10,7 +10,7 @@ extension AllTests {
     @Suite struct NetworkRoutes {
         static func get(_ url: URL, route: NetworkRoute, policy: SecurityPolicy? = nil) async throws -> HTTPRequestOperation {
             let op = HTTPRequestOperation(request: URLRequest(url: url, timeoutInterval: 10))
-            op.route = route
+            op.configuration.route = route
             op.retryPolicy = .none
             if let policy { op.securityPolicy = policy }
             _ = try await run(op)

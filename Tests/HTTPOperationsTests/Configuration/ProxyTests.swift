@@ -15,7 +15,7 @@ extension AllTests {
         static func echo(through route: NetworkRoute, configure: (HTTPRequestOperation) -> Void = { _ in }) async throws
             -> (outcome: Outcome, headers: [String: String]) {
             let op = operation(.echo, timeout: 10)
-            op.route = route
+            op.configuration.route = route
             op.retryPolicy = .none
             configure(op)
             let outcome = try await run(op)
@@ -38,7 +38,7 @@ extension AllTests {
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.tlsBaseURL + "/hello.txt")!, timeoutInterval: 10))
             op.securityPolicy = try SecurityPolicy(trustedCertificateAuthorities: TLSCertificate.certificates(
                 contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile)))
-            op.route = try Self.proxied(ProxyServers.openHTTP)
+            op.configuration.route = try Self.proxied(ProxyServers.openHTTP)
             let outcome = try await run(op)
             #expect(outcome.error == nil)
             // The proxy's "200 Connection established" is not taken for the response.
@@ -78,7 +78,7 @@ extension AllTests {
         @Test func aTunnelRefusedWith407IsAnAuthenticationError() async throws {
             let nginx = ExternalServers.nginx
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: nginx.tlsBaseURL + "/hello.txt")!, timeoutInterval: 10))
-            op.route = try Self.proxied(ProxyServers.authenticatingHTTP)
+            op.configuration.route = try Self.proxied(ProxyServers.authenticatingHTTP)
             op.retryPolicy = .none
             let outcome = try await run(op)
             #expect(outcome.urlErrorCode == .userAuthenticationRequired, "\(String(describing: outcome.error))")
@@ -123,9 +123,9 @@ extension AllTests {
 
         @Test func aManagersRouteReachesItsOperations() async throws {
             let manager = HTTPRequestOperationManager(baseURL: testServer.url(.echo))
-            manager.route = try Self.proxied(ProxyServers.openHTTP)
+            manager.defaultConfiguration.route = try Self.proxied(ProxyServers.openHTTP)
             let op = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.echo)), success: nil, failure: nil)
-            #expect(op.route == manager.route)
+            #expect(op.configuration.route == manager.defaultConfiguration.route)
         }
 
         @Test func aProxyURLMustBeAProxys() {

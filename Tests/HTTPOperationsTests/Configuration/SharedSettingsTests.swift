@@ -19,7 +19,7 @@ extension AllTests {
             // @unchecked Sendable: no state beyond the superclass's, which keeps it behind its lock.
             override init(request: URLRequest) {
                 super.init(request: request)
-                sensitiveHeaderFields = ["x-preset"]
+                configuration.sensitiveHeaderFields = ["x-preset"]
             }
         }
 
@@ -37,13 +37,13 @@ extension AllTests {
 
         static func read(_ operation: HTTPRequestOperation) -> Expected {
             Expected(queue: operation.completionQueue.flatMap { queue in queues.firstIndex { $0 === queue } },
-                     timeout: operation.totalTimeout, sensitive: operation.sensitiveHeaderFields,
+                     timeout: operation.configuration.totalTimeout, sensitive: operation.configuration.sensitiveHeaderFields,
                      user: operation.credential?.user, redirects: operation.maximumRedirects)
         }
 
         static func read(_ manager: HTTPRequestOperationManager) -> Expected {
             Expected(queue: manager.completionQueue.flatMap { queue in queues.firstIndex { $0 === queue } },
-                     timeout: manager.totalTimeout, sensitive: manager.sensitiveHeaderFields,
+                     timeout: manager.defaultConfiguration.totalTimeout, sensitive: manager.defaultConfiguration.sensitiveHeaderFields,
                      user: manager.credential?.user, redirects: 16)
         }
 
@@ -97,10 +97,10 @@ extension AllTests {
                             manager.completionQueue = queue < 3 ? Self.queues[queue] : nil
                             managerModel.queue = queue < 3 ? queue : nil
                         case 1:
-                            manager.totalTimeout = timeout
+                            manager.defaultConfiguration.totalTimeout = timeout
                             managerModel.timeout = timeout
                         case 2:
-                            manager.sensitiveHeaderFields = sensitive
+                            manager.defaultConfiguration.sensitiveHeaderFields = sensitive
                             managerModel.sensitive = sensitive
                         default:
                             manager.credential = user < 2 ? Self.credentials[user] : nil
@@ -116,10 +116,10 @@ extension AllTests {
                             operation.completionQueue = queue < 3 ? Self.queues[queue] : nil
                             operations[index].1.queue = queue < 3 ? queue : nil
                         case 1:
-                            operation.totalTimeout = timeout
+                            operation.configuration.totalTimeout = timeout
                             operations[index].1.timeout = timeout
                         case 2:
-                            operation.sensitiveHeaderFields = sensitive
+                            operation.configuration.sensitiveHeaderFields = sensitive
                             operations[index].1.sensitive = sensitive
                         case 3:
                             operation.credential = user < 2 ? Self.credentials[user] : nil
@@ -154,16 +154,16 @@ extension AllTests {
             DispatchQueue.concurrentPerform(iterations: 65) { index in
                 for round in 1...50 {
                     if index == 64 {
-                        manager.totalTimeout = .seconds(1_000 + round)
+                        manager.defaultConfiguration.totalTimeout = .seconds(1_000 + round)
                     } else {
-                        operations[index].totalTimeout = .seconds(index * 100 + round)
-                        if operations[index].totalTimeout != .seconds(index * 100 + round) { wrong.add(1, ordering: .relaxed) }
+                        operations[index].configuration.totalTimeout = .seconds(index * 100 + round)
+                        if operations[index].configuration.totalTimeout != .seconds(index * 100 + round) { wrong.add(1, ordering: .relaxed) }
                     }
                 }
             }
             #expect(wrong.load(ordering: .relaxed) == 0)
-            #expect(manager.totalTimeout == .seconds(1_050))
-            for (index, operation) in operations.enumerated() { #expect(operation.totalTimeout == .seconds(index * 100 + 50)) }
+            #expect(manager.defaultConfiguration.totalTimeout == .seconds(1_050))
+            for (index, operation) in operations.enumerated() { #expect(operation.configuration.totalTimeout == .seconds(index * 100 + 50)) }
         }
 
         /// A configured operation waiting its turn holds no settings and no transfer record

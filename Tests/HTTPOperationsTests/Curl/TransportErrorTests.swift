@@ -54,7 +54,7 @@ extension AllTests {
 
         @Test func aSchemeAllowedButUnknownToCurlIsUnsupported() async throws {
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: "gopher+nope://127.0.0.1/")!))
-            op.allowedSchemes = ["http", "https", "gopher+nope"]
+            op.configuration.allowedSchemes = ["http", "https", "gopher+nope"]
             let outcome = try await run(op)
             #expect(outcome.urlErrorCode == .unsupportedURL)
         }

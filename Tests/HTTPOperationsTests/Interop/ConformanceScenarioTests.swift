@@ -433,7 +433,7 @@ extension AllTests {
 
         @Test func cookiesSetAndUsed() async throws {
             let manager = HTTPRequestOperationManager()
-            manager.cookieStore = CookieStore()
+            manager.defaultConfiguration.cookieStore = CookieStore()
             let nginx = ExternalServers.nginx
             _ = try await manager.perform(HTTPRequest(method: .get, url: URL(string: nginx.baseURL + "/cookies/set")!))
             let (_, body) = try await manager.perform(HTTPRequest(method: .get, url: URL(string: nginx.baseURL + "/cookies/show")!))

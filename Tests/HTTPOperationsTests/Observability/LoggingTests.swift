@@ -37,7 +37,7 @@ extension AllTests {
             let recorder = Recorder()
             let manager = HTTPRequestOperationManager()
             manager.responseSerializer = HTTPResponseSerializer()
-            manager.logger = recorder.logger()
+            manager.defaultConfiguration.logger = recorder.logger()
             var components = URLComponents(url: server.url(.bytes(1234)), resolvingAgainstBaseURL: false)!
             components.user = "alice"
             components.password = "hunter2"
@@ -69,7 +69,7 @@ extension AllTests {
         @Test func aFailureIsLoggedAtDebugWithItsErrorAndRetries() async throws {
             let recorder = Recorder()
             let op = HTTPRequestOperation(request: URLRequest(url: URL(string: "http://127.0.0.1:9/")!))
-            op.logger = recorder.logger(level: .debug)
+            op.configuration.logger = recorder.logger(level: .debug)
             var policy = RetryPolicy.transientFailures
             policy.initialDelay = 0.01
             op.retryPolicy = policy
@@ -90,7 +90,7 @@ extension AllTests {
             let server = try TestServer.start()
             defer { server.shutdown() }
             let op = HTTPRequestOperation(request: URLRequest(url: server.url(.bytes(10))))
-            #expect(op.logger.logLevel > .debug)
+            #expect(op.configuration.logger.logLevel > .debug)
             #expect(try await run(op).error == nil)
         }
 

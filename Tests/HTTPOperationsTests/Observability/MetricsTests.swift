@@ -14,7 +14,7 @@ extension AllTests {
         static func manager(_ metrics: TestMetrics) -> HTTPRequestOperationManager {
             let manager = HTTPRequestOperationManager()
             manager.responseSerializer = HTTPResponseSerializer()
-            manager.metricsFactory = metrics
+            manager.defaultConfiguration.metricsFactory = metrics
             return manager
         }
 
@@ -163,13 +163,13 @@ extension AllTests {
             #expect(RequestMetrics(factory: NOOPMetricsHandler.instance) == nil)
             let manager = HTTPRequestOperationManager()
             // No test bootstraps the global system: its factory is the no-op one.
-            #expect(manager.metricsFactory == nil)
+            #expect(manager.defaultConfiguration.metricsFactory == nil)
             let op = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.bytes(1))), success: nil, failure: nil)
-            #expect(op.metricsFactory == nil)
+            #expect(op.configuration.metricsFactory == nil)
             let metrics = TestMetrics()
-            manager.metricsFactory = metrics
+            manager.defaultConfiguration.metricsFactory = metrics
             let later = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.bytes(1))), success: nil, failure: nil)
-            #expect(later.metricsFactory as? TestMetrics === metrics)
+            #expect(later.configuration.metricsFactory as? TestMetrics === metrics)
         }
 
         @Test func dimensionValuesComeFromShortFixedLists() {

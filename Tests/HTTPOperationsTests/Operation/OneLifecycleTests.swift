@@ -58,7 +58,7 @@ extension AllTests {
             options.chunkSize = 4 << 10
             options.chunkDelayMilliseconds = 20
             let op = HTTPRequestOperation(request: URLRequest(url: testServer.url(.resumable(size: 2_000_000, options: options))))
-            op.totalTimeout = .milliseconds(300)
+            op.configuration.totalTimeout = .milliseconds(300)
             let recorder = OutcomeRecorder()
             recorder.watch(op)
             let started = firstBytes(of: op)

@@ -11,7 +11,7 @@ extension AllTests {
             let server = try TestServer.start()
             defer { server.shutdown() }
             let op = HTTPRequestOperation(request: URLRequest(url: server.url(.delay(milliseconds: 5_000))))
-            op.totalTimeout = .milliseconds(300)
+            op.configuration.totalTimeout = .milliseconds(300)
             let started = ContinuousClock.now
             let outcome = try await run(op)
             #expect(outcome.urlErrorCode == .timedOut, "\(String(describing: outcome.error))")
@@ -31,7 +31,7 @@ extension AllTests {
             let op = HTTPRequestOperation(request: URLRequest(url: server.url(.resumable(size: 1_000_000, options: options)),
                                                               timeoutInterval: 1))
             op.destinationURL = file
-            op.totalTimeout = .milliseconds(500)
+            op.configuration.totalTimeout = .milliseconds(500)
             let outcome = try await run(op)
             #expect(outcome.urlErrorCode == .timedOut, "\(String(describing: outcome.error))")
             // What arrived is kept, and so is the resume data to continue it.
@@ -47,7 +47,7 @@ extension AllTests {
             options.chunkSize = 1_000
             options.chunkDelayMilliseconds = 20
             let op = HTTPRequestOperation(request: URLRequest(url: server.url(.resumable(size: 1_000_000, options: options))))
-            op.totalTimeout = .milliseconds(400)
+            op.configuration.totalTimeout = .milliseconds(400)
             let paused = TestSignal("the pause")
             op.setDownloadProgressBlock { _, _, _ in op.pause { paused.fire() } }
             let recorder = OutcomeRecorder()
@@ -64,9 +64,9 @@ extension AllTests {
             defer { server.shutdown() }
             let manager = HTTPRequestOperationManager()
             manager.responseSerializer = HTTPResponseSerializer()
-            manager.totalTimeout = .seconds(30)
+            manager.defaultConfiguration.totalTimeout = .seconds(30)
             let op = manager.httpRequestOperation(with: URLRequest(url: server.url(.bytes(1000))), success: nil, failure: nil)
-            #expect(op.totalTimeout == .seconds(30))
+            #expect(op.configuration.totalTimeout == .seconds(30))
             #expect(try await run(op).error == nil)
         }
     }

@@ -45,7 +45,7 @@ extension AllTests {
             await #expect(processExitsWith: .success) {
                 for limit: Duration in [.seconds(Int64.max), .seconds(Int64.max / 2), .seconds(10_000_000_000)] {
                     let operation = HTTPRequestOperation(request: URLRequest(url: testServer.url(.bytes(10))))
-                    operation.totalTimeout = limit
+                    operation.configuration.totalTimeout = limit
                     let outcome = try? await run(operation)
                     guard case .success = outcome else {
                         FileHandle.standardError.write(Data("total timeout \(limit): \(String(describing: outcome))\n".utf8))

@@ -64,7 +64,7 @@ extension AllTests {
             let contents = TestServer.pattern(count: 70_000)
             try contents.write(to: url)
             let op = URLConnectionOperation(request: URLRequest(url: url))
-            op.allowedSchemes.insert("file")
+            op.configuration.allowedSchemes.insert("file")
             let finished = TestSignal("file operation")
             op.completionBlock = { finished.fire() }
             OperationQueue().addOperation(op)
@@ -78,7 +78,7 @@ extension AllTests {
         @Test func aMissingFileIsReported() async throws {
             let url = URL(fileURLWithPath: "/nonexistent/\(UUID())")
             let op = HTTPRequestOperation(request: URLRequest(url: url))
-            op.allowedSchemes.insert("file")
+            op.configuration.allowedSchemes.insert("file")
             #expect(try await run(op).urlErrorCode == .fileDoesNotExist)
         }
 

@@ -349,7 +349,7 @@ extension AllTests {
                 }
             }
             logger.logLevel = .debug
-            op.logger = logger
+            op.configuration.logger = logger
             let outcome = try await run(op, timeout: .seconds(10))
             target.operation.withLock { $0 = nil }
             #expect(outcome.error == nil, "\(String(describing: outcome.error))")
@@ -423,7 +423,7 @@ extension AllTests {
             let direct = HTTPRequestOperation(request: URLRequest(url: url))
             direct.securityPolicy = try SecurityPolicy(trustedCertificateAuthorities: TLSCertificate.certificates(
                 contentsOf: URL(fileURLWithPath: nginx.certificateAuthorityFile)))
-            direct.route = NetworkRoute(proxy: .direct)
+            direct.configuration.route = NetworkRoute(proxy: .direct)
             #expect(try await run(direct).error == nil)
             let whole = try #require(direct.responseData)
             let etag = try #require(direct.response?.value(forHTTPHeaderField: "ETag"))

@@ -13,7 +13,7 @@ extension AllTests {
             var request = URLRequest(url: URL(string: "http://\(host):\(ExternalServers.nginx.process.port)\(path)")!)
             request.httpShouldHandleCookies = handlesCookies
             let op = HTTPRequestOperation(request: request)
-            op.cookieStore = store
+            op.configuration.cookieStore = store
             let outcome = try await run(op)
             #expect(outcome.error == nil, "\(path): \(String(describing: outcome.error))")
             return op
@@ -60,7 +60,7 @@ extension AllTests {
         @Test func aManagersOperationsShareItsStore() async throws {
             let manager = HTTPRequestOperationManager(baseURL: URL(string: ExternalServers.nginx.baseURL))
             manager.responseSerializer = HTTPResponseSerializer()
-            manager.cookieStore = CookieStore()
+            manager.defaultConfiguration.cookieStore = CookieStore()
             _ = try await manager.get("cookies/set")
             let shown = try await manager.get("cookies/show")
             #expect((shown.object as? Data).map { String(decoding: $0, as: UTF8.self) } == "session=s3cret")

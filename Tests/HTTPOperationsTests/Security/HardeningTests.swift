@@ -87,10 +87,10 @@ extension AllTests {
             let refused = try await run(HTTPRequestOperation(request: URLRequest(url: file)))
             #expect((refused.error as? SecurityError)?.code == .schemeNotAllowed)
             let manager = HTTPRequestOperationManager()
-            #expect(manager.allowedSchemes == ["http", "https"])
-            manager.allowedSchemes.insert("FILE")
+            #expect(manager.defaultConfiguration.allowedSchemes == ["http", "https"])
+            manager.defaultConfiguration.allowedSchemes.insert("FILE")
             let op = manager.httpRequestOperation(with: URLRequest(url: file), success: nil, failure: nil)
-            #expect(op.allowedSchemes.contains("file"))
+            #expect(op.configuration.allowedSchemes.contains("file"))
             op.responseSerializer = HTTPResponseSerializer()
             let allowed = try await run(op)
             #expect(allowed.error == nil, "\(String(describing: allowed.error))")
@@ -110,7 +110,7 @@ extension AllTests {
                 request.setValue(value, forHTTPHeaderField: name)
             }
             let op = HTTPRequestOperation(request: request)
-            op.sensitiveHeaderFields = ["x-API-key"]
+            op.configuration.sensitiveHeaderFields = ["x-API-key"]
             #expect(try await run(op).error == nil)
             let received = server.receivedRequests
             try #require(received.count == 2)
@@ -154,7 +154,7 @@ extension AllTests {
             let op = HTTPRequestOperation(request: request)
             op.destinationURL = file
             op.retryPolicy = .none
-            op.sensitiveHeaderFields = ["X-Api-Key"]
+            op.configuration.sensitiveHeaderFields = ["X-Api-Key"]
             #expect(try await run(op).error != nil)
             let sidecar = ResumeData.sidecarURL(for: file)
             let attributes = try FileManager.default.attributesOfItem(atPath: sidecar.path)

@@ -67,8 +67,8 @@ extension AllTests.SecurityPolicyTests {
         let lax = try SecurityPolicy(allowInvalidCertificates: true, validatesDomainName: false)
         op.securityPolicy = lax
         #expect(op.securityPolicy == lax)
-        #expect(op.securityPolicies.policy(for: "dev.example") == lax)
-        #expect(op.securityPolicies.policy(for: "api.example") == .default)
+        #expect(op.configuration.securityPolicies.policy(for: "dev.example") == lax)
+        #expect(op.configuration.securityPolicies.policy(for: "api.example") == .default)
     }
 
     // MARK: - The check itself, without I/O

@@ -70,10 +70,10 @@ struct Mutator {
 }
 
 /// The committed corpus for `target` (`Tests/FuzzCorpus/<target>/*`), in name order.
-func fuzzCorpus(_ target: String, filePath: String = #filePath) -> [Data] {
-    // filePath is a test file's, in Tests/HTTPOperationsTests.
-    let folder = URL(fileURLWithPath: filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("FuzzCorpus").appendingPathComponent(target)
+func fuzzCorpus(_ target: String) -> [Data] {
+    // Found from this file (Tests/HTTPOperationsTests/Support/), wherever the caller's file is.
+    let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("FuzzCorpus").appendingPathComponent(target)
     let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
     return names.sorted().compactMap { try? Data(contentsOf: folder.appendingPathComponent($0)) }
 }

@@ -48,9 +48,9 @@ final class CampaignServers: Sendable {
 
     func configure(_ operation: HTTPRequestOperation, for route: CampaignScenario.Route) {
         switch route {
-        case .http, .https, .http2ThroughNginx: operation.route = NetworkRoute(proxy: .direct)
-        case .httpThroughProxy, .httpsThroughConnect: operation.route = proxyRoute
-        case .httpsThroughEnvironmentProxy, .httpDefaultRoute: operation.route = .default
+        case .http, .https, .http2ThroughNginx: operation.configuration.route = NetworkRoute(proxy: .direct)
+        case .httpThroughProxy, .httpsThroughConnect: operation.configuration.route = proxyRoute
+        case .httpsThroughEnvironmentProxy, .httpDefaultRoute: operation.configuration.route = .default
         }
         if route.isTLS { operation.securityPolicy = securityPolicy }
     }

@@ -95,7 +95,7 @@ extension AllTests {
                     let operation = HTTPRequestOperation(request: URLRequest(url: url, timeoutInterval: Self.idleTimeout))
                     operation.securityPolicy = policy
                     operation.retryPolicy = .none
-                    operation.totalTimeout = Self.totalTimeout
+                    operation.configuration.totalTimeout = Self.totalTimeout
                     return operation
                 }
                 let recorder = OutcomeRecorder()
@@ -162,7 +162,7 @@ extension AllTests {
             let base = wire == .http1 ? faultServer.baseURL.absoluteString : ExternalServers.nginx.tlsBaseURL
             let operation = HTTPRequestOperation(request: URLRequest(url: URL(string: base + "/fault/" + fault.rawValue)!,
                                                                      timeoutInterval: idleTimeout))
-            operation.totalTimeout = totalTimeout
+            operation.configuration.totalTimeout = totalTimeout
             // One transfer per cell: a retry would make the outcome a race between the retry
             // policy's waits and the total timeout (RetryPolicyTests cover retries).
             operation.retryPolicy = .none
