@@ -1,35 +1,5 @@
 import Foundation
 
-/// An operation that depends on another one that failed or was cancelled, and so did not run.
-public struct DependencyError: Error, @unchecked Sendable, CustomStringConvertible {
-    // @unchecked Sendable: the operation is a reference for the caller to inspect; its own
-    // state is thread-safe.
-
-    /// The dependency that failed or was cancelled (the first one found, in declared order).
-    public let failedOperation: Operation
-    /// Its error: `URLError(.cancelled)` for a cancelled one.
-    public let underlying: (any Error)?
-
-    /// Whether the failure started with a cancellation — of the dependency itself, or of one
-    /// further up its chain.
-    public var dependencyWasCancelled: Bool {
-        if failedOperation.isCancelled || (underlying as? URLError)?.code == .cancelled { return true }
-        return (underlying as? DependencyError)?.dependencyWasCancelled ?? false
-    }
-
-    /// The operation where the failure started: the first one up the chain that failed on
-    /// its own rather than because of a dependency.
-    public var rootFailedOperation: Operation {
-        (underlying as? DependencyError)?.rootFailedOperation ?? failedOperation
-    }
-
-    public var description: String {
-        let what = (failedOperation as? URLConnectionOperation)?.request.url?.absoluteString ?? "\(failedOperation)"
-        return "Not run: the operation it depends on (\(what)) \(dependencyWasCancelled ? "was cancelled" : "failed")"
-            + (underlying.map { ": \($0)" } ?? ".")
-    }
-}
-
 /// An ``HTTPRequestOperation`` whose request is built when it starts, from the operations it
 /// depends on: log in, then fetch with the token from the login response.
 ///

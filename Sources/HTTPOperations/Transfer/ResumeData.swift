@@ -119,13 +119,3 @@ public struct ResumeData: Codable, Sendable, Equatable {
         file.deletingLastPathComponent().appendingPathComponent(file.lastPathComponent + ".httpop-resume")
     }
 }
-
-/// Resume data written by a version of the library whose format this one does not read.
-public struct UnsupportedResumeDataVersion: Error, Sendable, CustomStringConvertible {
-    /// The version found.
-    public let version: Int
-
-    public var description: String {
-        "Resume data version \(version) is not supported (this library reads version \(ResumeData.currentVersion))."
-    }
-}
