@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 
-/// A response and what the response serializer made of it, for async callers.
+/// A response and what the response serializer made of it, for async callers of the untyped
+/// verbs (deprecated: the typed ones return the value itself).
 public struct ResponseOutcome: @unchecked Sendable {
     // @unchecked Sendable: `object` is whatever the serializer made (JSON is `Any`); it is
     // handed over whole to the awaiting task and never touched by the library again.
@@ -80,8 +81,28 @@ extension HTTPRequestOperation {
     ///
     /// - Returns: The response and the serialized object.
     /// - Throws: The operation's error.
+    @available(*, deprecated, message: "use outcome(as:) with the type its response serializer makes")
     public func outcome() async throws -> ResponseOutcome {
         try await outcome(startingWith: {})
+    }
+
+    /// Waits until the operation's outcome is known (start or enqueue it yourself) and returns
+    /// what its response serializer made, as a `Value`: `Data` for an
+    /// ``HTTPResponseSerializer``, `T` for a ``DecodableResponseSerializer``, an `Image`, ….
+    /// The operation keeps the rest (``URLConnectionOperation/response``, timings).
+    ///
+    /// Cancelling the awaiting task cancels the operation. The success and failure blocks are
+    /// left alone and still run, before this returns.
+    ///
+    /// - Throws: The operation's error, or ``ResponseSerializationError`` (`.emptyBody`,
+    ///   `.decodingFailed`) when the serializer made no `Value`.
+    public func outcome<Value: Sendable>(as type: Value.Type) async throws -> Value {
+        try await typed(outcome(startingWith: {}), as: type)
+    }
+
+    /// The outcome's object as a `Value`; the response is built only for an error that reports it.
+    func typed<Value>(_ outcome: ResponseOutcome, as type: Value.Type) throws -> Value {
+        try typedResponseObject(outcome.object, as: type, response: outcome.response, data: nil)
     }
 
     /// Waits for the outcome after `start` ran, with the observer already in place (so an
@@ -119,9 +140,20 @@ extension HTTPRequestOperation {
 
 extension HTTPRequestOperationManager {
     /// Enqueues `operation` and waits for its outcome; cancelling the task cancels it.
+    @available(*, deprecated, message: "use run(_:as:) with the type the operation's response serializer makes")
     public func run(_ operation: HTTPRequestOperation) async throws -> ResponseOutcome {
-        // Enqueued once its observer is in place, in the awaiting task: an unstructured task
-        // per request to wait beside it cost about a third more CPU per small GET.
+        try await enqueueAndAwait(operation)
+    }
+
+    /// Enqueues `operation` and returns what its response serializer made, as a `Value` (see
+    /// ``HTTPRequestOperation/outcome(as:)``); cancelling the task cancels it.
+    public func run<Value: Sendable>(_ operation: HTTPRequestOperation, as type: Value.Type) async throws -> Value {
+        try await operation.typed(enqueueAndAwait(operation), as: type)
+    }
+
+    /// Enqueues `operation` once its observer is in place, in the awaiting task: an
+    /// unstructured task per request to wait beside it cost about a third more CPU per small GET.
+    func enqueueAndAwait(_ operation: HTTPRequestOperation) async throws -> ResponseOutcome {
         try await operation.outcome { self.enqueue(operation) }
     }
 
@@ -129,7 +161,7 @@ extension HTTPRequestOperationManager {
     private func perform(_ request: URLRequest, serializer: (any URLResponseSerialization)? = nil) async throws -> ResponseOutcome {
         let operation = httpRequestOperation(with: request, success: nil, failure: nil)
         if let serializer { operation.responseSerializer = serializer }
-        return try await run(operation)
+        return try await enqueueAndAwait(operation)
     }
 
     private func perform(_ method: String, _ urlString: String, parameters: Any?,
@@ -138,37 +170,44 @@ extension HTTPRequestOperationManager {
     }
 
     /// GET, awaited: the response and the serialized object.
+    @available(*, deprecated, message: "use get(_:parameters:as:) with a Decodable type, or the callback verb")
     public func get(_ urlString: String, parameters: Any? = nil) async throws -> ResponseOutcome {
         try await perform("GET", urlString, parameters: parameters)
     }
 
     /// HEAD, awaited.
+    @available(*, deprecated, message: "use head(_:parameters:as:) with a Decodable type, or the callback verb")
     public func head(_ urlString: String, parameters: Any? = nil) async throws -> ResponseOutcome {
         try await perform("HEAD", urlString, parameters: parameters)
     }
 
     /// POST, awaited.
+    @available(*, deprecated, message: "use post(_:parameters:as:) with a Decodable type, or the callback verb")
     public func post(_ urlString: String, parameters: Any? = nil) async throws -> ResponseOutcome {
         try await perform("POST", urlString, parameters: parameters)
     }
 
     /// PUT, awaited.
+    @available(*, deprecated, message: "use put(_:parameters:as:) with a Decodable type, or the callback verb")
     public func put(_ urlString: String, parameters: Any? = nil) async throws -> ResponseOutcome {
         try await perform("PUT", urlString, parameters: parameters)
     }
 
     /// PATCH, awaited.
+    @available(*, deprecated, message: "use patch(_:parameters:as:) with a Decodable type, or the callback verb")
     public func patch(_ urlString: String, parameters: Any? = nil) async throws -> ResponseOutcome {
         try await perform("PATCH", urlString, parameters: parameters)
     }
 
     /// DELETE, awaited.
+    @available(*, deprecated, message: "use delete(_:parameters:as:) with a Decodable type, or the callback verb")
     public func delete(_ urlString: String, parameters: Any? = nil) async throws -> ResponseOutcome {
         try await perform("DELETE", urlString, parameters: parameters)
     }
 
     /// POST of a multipart form, awaited: the parts are streamed from memory and files as
     /// the request is sent (see ``MultipartFormData``).
+    @available(*, deprecated, message: "use post(_:parameters:constructingBodyWith:as:) with a Decodable type")
     public func post(_ urlString: String, parameters: [String: Any]? = nil,
                      constructingBodyWith block: (MultipartFormData) throws -> Void) async throws -> ResponseOutcome {
         try await perform(multipartRequest(urlString, parameters: parameters, body: block))
@@ -292,6 +331,6 @@ extension HTTPRequestOperationManager {
 
     private func decoded<T: Decodable>(_ outcome: ResponseOutcome) throws -> T {
         // The response is built only for an error that reports it.
-        try DecodableResponseSerializer<T>.typed(outcome.object, response: outcome.response, data: nil)
+        try typedResponseObject(outcome.object, as: T.self, response: outcome.response, data: nil)
     }
 }

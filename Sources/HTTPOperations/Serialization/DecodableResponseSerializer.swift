@@ -62,19 +62,9 @@ public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerial
     ///
     /// - Throws: As ``HTTPResponseSerializer/responseObject(for:data:)``.
     public func value(for response: URLResponse?, data: Data?) throws -> T {
-        try Self.typed(try responseObject(for: response, data: data), response: response, data: data)
+        try typedResponseObject(try responseObject(for: response, data: data), as: T.self, response: response, data: data)
     }
 
-    /// `object` as a `T`: what a serializer made, checked.
-    ///
-    /// - Throws: ``ResponseSerializationError`` with `.emptyBody` when there is no object and
-    ///   `T` needs one, or `.decodingFailed` naming both types when it is of another type.
-    static func typed(_ object: Any?, response: @autoclosure () -> URLResponse?, data: Data?) throws -> T {
-        if let value = object as? T { return value }
-        guard let object else { throw ResponseSerializationError(.emptyBody, response: response(), data: data) }
-        throw ResponseSerializationError(.decodingFailed(detail: "expected a \(T.self), the serializer made a \(type(of: object))"),
-                                         response: response(), data: data)
-    }
 
     /// Whether `response` answers a HEAD request. Foundation's response does not say; a
     /// response that announces a body (Content-Length > 0) and arrived without one can only
@@ -83,4 +73,16 @@ public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerial
         guard let http = response as? HTTPURLResponse else { return false }
         return (http.value(forHTTPHeaderField: "Content-Length").flatMap(Int.init) ?? 0) > 0
     }
+}
+
+/// `object` as a `Value`: what a serializer made, checked (the typed async door's one cast).
+///
+/// - Throws: ``ResponseSerializationError`` with `.emptyBody` when there is no object and
+///   `Value` needs one, or `.decodingFailed` naming both types when it is of another type.
+func typedResponseObject<Value>(_ object: Any?, as valueType: Value.Type, response: @autoclosure () -> URLResponse?,
+                                data: Data?) throws -> Value {
+    if let value = object as? Value { return value }
+    guard let object else { throw ResponseSerializationError(.emptyBody, response: response(), data: data) }
+    throw ResponseSerializationError(.decodingFailed(detail: "expected a \(Value.self), the serializer made a \(type(of: object))"),
+                                     response: response(), data: data)
 }

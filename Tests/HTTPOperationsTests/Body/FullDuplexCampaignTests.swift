@@ -309,7 +309,7 @@ struct DuplexScenario: Sendable, CustomStringConvertible {
             operation.responseSerializer = HTTPResponseSerializer()
             operation.setUploadProgressBlock { _, total, _ in refused.sent.store(Int(total), ordering: .relaxed) }
             operation.setDownloadProgressBlock { _, total, _ in refused.received.store(Int(total), ordering: .relaxed) }
-            _ = try await manager.run(operation)
+            _ = try await manager.run(operation, as: Data.self)
             return operation.responseData ?? Data()
         }
     }

@@ -272,11 +272,11 @@ extension AllTests {
 
         @Test func aManagerSubclassWithItsOwnOperationClass() async throws {
             let client = APIClient()
-            let outcome = try await client.get("echo")
-            let headers = (outcome.object as? [String: Any])?["headers"] as? [String: String]
-            #expect(headers?["x-trace-id"]?.count == 36)
+            struct Headers: Decodable, Sendable { let headers: [String: String] }
+            let echoed = try await client.get("echo", as: Headers.self)
+            #expect(echoed.headers["x-trace-id"]?.count == 36)
             let operation = try #require(client.get("bytes/1", success: nil, failure: nil) as? TracedOperation)
-            _ = try? await operation.outcome()
+            try await waitUntilFinished(operation)
             #expect(operation.userInfo["traced"] as? String == operation.currentRequest.value(forHTTPHeaderField: "X-Trace-ID"))
         }
 
@@ -327,14 +327,20 @@ extension AllTests {
             let query: [String: String]
         }
 
-        @Test func asyncVerbsReturnTheResponseAndTheObject() async throws {
+        @Test func asyncVerbsReturnTheTypedValue() async throws {
             let manager = manager()
-            let outcome = try await manager.get("echo", parameters: ["q": "1"])
-            #expect(outcome.response?.statusCode == 200)
-            #expect((outcome.object as? [String: Any])?["method"] as? String == "GET")
             let typed = try await manager.get("echo", parameters: ["q": "2"], as: Echo.self)
+            #expect(typed.method == "GET")
             #expect(typed.query == ["q": "2"])
-            await #expect(throws: ResponseValidationError.self) { try await manager.get("status/404") }
+            await #expect(throws: ResponseValidationError.self) { try await manager.get("status/404", as: Echo.self) }
+            // An operation's value is what its serializer made, as the type asked for.
+            let operation = try manager.httpRequestOperation(with: URLRequest(url: manager.url(for: "bytes/10")), success: nil, failure: nil)
+            operation.responseSerializer = HTTPResponseSerializer()
+            #expect(try await manager.run(operation, as: Data.self).count == 10)
+            #expect(operation.response?.statusCode == 200)
+            // Asked for a type it did not make: a typed error, never a crash or a nil.
+            let json = try manager.httpRequestOperation(with: URLRequest(url: manager.url(for: "echo")), success: nil, failure: nil)
+            await #expect(throws: ResponseSerializationError.self) { _ = try await manager.run(json, as: Data.self) }
         }
 
         @Test func cancellingTheTaskCancelsTheOperation() async throws {
@@ -344,7 +350,7 @@ extension AllTests {
                 if (note.object as? URLConnectionOperation)?.request.url?.path == "/delay/10000" { started.fire() }
             }
             defer { NotificationCenter.default.removeObserver(token) }
-            let task = Task { try await manager.get("delay/10000") }
+            let task = Task { try await manager.get("delay/10000", as: Echo.self) }
             try await started.wait()
             task.cancel()
             do {
@@ -360,8 +366,8 @@ extension AllTests {
             let blockRan = Mutex(false)
             operation.setCompletionBlockWithSuccess({ _, _ in blockRan.withLock { $0 = true } }, failure: nil)
             let progress = operation.downloadProgressStream()
-            let outcome = try await manager().run(operation)
-            #expect(outcome.response?.statusCode == 200)
+            _ = try await manager().run(operation, as: Data.self)
+            #expect(operation.response?.statusCode == 200)
             #expect(blockRan.withLock { $0 })
             var last: TransferProgress?
             for await report in progress { last = report }

@@ -10,7 +10,7 @@ extension AllTests {
 
         @Test func aValueOfAnotherTypeIsADecodingFailureNotAnEmptyBody() throws {
             do {
-                let _: User = try DecodableResponseSerializer<User>.typed("a string", response: nil, data: Data("x".utf8))
+                let _: User = try typedResponseObject("a string", as: User.self, response: nil, data: Data("x".utf8))
                 Issue.record("a String is not a User")
             } catch let error as ResponseSerializationError {
                 #expect(error.code == .decodingFailed, "reported as \(error.code)")
@@ -18,11 +18,11 @@ extension AllTests {
                 #expect(detail.contains("User") && detail.contains("String"), "\(detail)")
             }
             #expect(throws: ResponseSerializationError.self) {
-                let _: User = try DecodableResponseSerializer<User>.typed(nil, response: nil, data: nil)
+                let _: User = try typedResponseObject(nil, as: User.self, response: nil, data: nil)
             }
-            let none: User? = try DecodableResponseSerializer<User?>.typed(nil, response: nil, data: nil)
+            let none: User? = try typedResponseObject(nil, as: User?.self, response: nil, data: nil)
             #expect(none == nil)
-            let user: User = try DecodableResponseSerializer<User>.typed(User(id: 1), response: nil, data: nil)
+            let user: User = try typedResponseObject(User(id: 1), as: User.self, response: nil, data: nil)
             #expect(user == User(id: 1))
         }
 

@@ -102,7 +102,7 @@ extension AllTests.NetworkThreadStopTests {
             let later = HTTPRequestOperationManager()
             let op = later.httpRequestOperation(with: URLRequest(url: URL(string: "http://127.0.0.1:9/")!), success: nil, failure: nil)
             do {
-                _ = try await later.run(op)
+                _ = try await later.run(op, as: Data.self)
                 exit(3)
             } catch let error as TransferError where error.code == .networkThreadStopped {
                 exit(0)

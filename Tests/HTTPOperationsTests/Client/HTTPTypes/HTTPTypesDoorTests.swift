@@ -39,7 +39,7 @@ extension AllTests {
             #expect(field.withUnsafeBytesOfValue { Array($0) } == [0x63, 0x61, 0x66, 0xE9])
             // The same for a trailer field.
             let operation = try manager.httpRequestOperation(for: request(Self.server.baseURL.appendingPathComponent("latin-1-trailer")))
-            _ = try await manager.run(operation)
+            _ = try await manager.run(operation, as: Data.self)
             #expect(operation.responseData == Data("ok".utf8))
             let sum = try #require(operation.responseTrailers.first { $0.name == HTTPField.Name("X-Sum")! })
             #expect(sum.withUnsafeBytesOfValue { Array($0) } == [0x63, 0x61, 0x66, 0xE9])
