@@ -7,7 +7,8 @@ import Logging
 /// belongs, asking the redirect and challenge blocks — and hands the outcome back to the
 /// operation exactly once. It decides nothing itself.
 ///
-/// Pause, resume, retry timers and resume data live in `TransferDriver+Resume.swift`.
+/// Pause, resume, retry timers and resume data live in `TransferDriver+Resume.swift`; what
+/// curl reports of a transfer (head, body, progress, its end) in `TransferDriver+CurlEvents.swift`.
 ///
 /// The machine is not here: it lives in the operation's state, behind the operation's lock,
 /// because the operation's phase is derived from it and the caller's pause, resume and
@@ -40,11 +41,11 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     let sensitiveHeaderFields: Set<String>
     let download: DownloadConfiguration
     /// The task reading the body, told when the head of the answer it reads arrived.
-    private let bodyChannel: ResponseBodyChannel?
+    let bodyChannel: ResponseBodyChannel?
     /// Every status is an answer (the HTTPTypes door).
     private let everyStatusIsAnAnswer: Bool
     /// A head was delivered to the sink (the body began).
-    private var headDelivered = false
+    var headDelivered = false
 
     /// The request sent last (or about to be sent).
     var request: URLRequest
@@ -56,20 +57,20 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     /// A caller's pause and resume move the machine to its next attempt at once, and the old
     /// transfer is stopped only when their jobs get here: until then its late events are
     /// refused, never taken as the new attempt's.
-    private var transferAttempt = 0
+    var transferAttempt = 0
     /// The last final head of the current transfer.
     var head: ResponseHead?
     /// The trailer fields after the current transfer's body, if it had any.
     var trailers: ResponseHead?
     /// The body of the response the machine holds aside (see ``TransferStateMachine/BodyRoute``).
-    private var bodyAside = Data()
+    var bodyAside = Data()
     /// Where the body goes; nil when it could not be opened (`sinkFailure`).
     private(set) var sink: ResponseBodySink?
     private var sinkFailure: (any Error)?
     /// The outcome was handed to the operation.
     private var reported = false
     /// Where the time went, transfer after transfer.
-    private var timings: TransferTimings?
+    var timings: TransferTimings?
     /// Serial queue that writes the body to its file or stream, and writes and removes the
     /// sidecar resume data after the bytes it describes. Made on first use: bodies in memory
     /// never need it. A file's is on one of the shared ``WriterLanes`` (a fixed number of
@@ -330,178 +331,6 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
         }
     }
 
-    // MARK: - CurlTransferDelegate
-
-    func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead) -> Bool {
-        assertOnNetworkThread()
-        guard transfer === self.transfer else { return false }
-        let (attempt, writeError) = (transferAttempt, sink?.writeError)
-        typealias Reading = (current: Bool, action: TransferStateMachine.HeadAction, rangeFrom: Int64?,
-                             expectedLength: Int64, bodyLimit: Int64?)
-        let (current, action, rangeFrom, expectedLength, bodyLimit) = withMachine { machine -> Reading in
-            guard machine.attempt.number == attempt else { return (false, .abort, nil, -1, nil) }
-            if let writeError {
-                // A write already failed (its event is on its way): nothing of this answer can
-                // be kept, and a restart from zero would empty nothing. The transfer is aborted
-                // and its completion reports the failure: this is inside curl's callback, where
-                // it cannot be stopped (it used to be, and crashed the process).
-                machine.writerFailedBeforeHead(writeError)
-                return (false, .abort, nil, -1, nil)
-            }
-            return (true, machine.headReceived(head), machine.attempt.rangeFrom, machine.expectedLength,
-                    machine.configuration.maximumBodySize)
-        }
-        if current {
-            self.head = head
-            bodyAside = Data()
-        }
-        switch action {
-        case .deliver(let restartFromZero, let newIdentity):
-            if restartFromZero {
-                // The machine allows it only for sinks that can restart.
-                try? sink?.truncate()
-                downloadProgress?.reset(total: 0, expected: -1)
-            }
-            if rangeFrom == nil {
-                sink?.reserve(expectedLength, limit: bodyLimit ?? 1 << 30)
-            }
-            if newIdentity {
-                // Saved now, so that a process killed mid-body can still resume with the validator.
-                publishResumeData(saving: true)
-            }
-            // The HTTPURLResponse is built later, when someone asks, off this thread. The
-            // response is the head that began the body, not the 206 of a continuation after a
-            // pause or a drop: its status and length describe the whole body the caller gets.
-            if rangeFrom == nil || !headDelivered {
-                operation.setResponseHead(head, url: request.url!)
-            }
-            headDelivered = true
-            bodyChannel?.headArrived(head)
-            return true
-        case .holdAside:
-            return true
-        case .abort:
-            return false
-        }
-    }
-
-    func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> BodyDisposition {
-        assertOnNetworkThread()
-        guard transfer === self.transfer, let sink else { return .abort }
-        let attempt = transferAttempt
-        let (action, expectedLength) = withMachine { machine in
-            guard machine.attempt.number == attempt else { return (TransferStateMachine.BodyAction.abort, Int64(-1)) }
-            return (machine.bodyReceived(count: bytes.count, admission: { sink.admit(bytes.count) }), machine.expectedLength)
-        }
-        switch action {
-        case .append:
-            sink.write(bytes)
-            downloadProgress?.record(Int64(bytes.count), expected: expectedLength)
-            return .taken
-        case .divert:
-            bodyAside.append(contentsOf: bytes)
-            return .taken
-        case .discard:
-            return .taken
-        case .wait:
-            // The writer is behind: curl keeps these bytes and stops reading the socket.
-            return .later
-        case .abort:
-            return .abort
-        }
-    }
-
-    /// Writing the body failed: the download ends with that failure, whatever it was doing.
-    private func writerFailed(_ error: URLError) {
-        guard let outcome = withMachine({ $0.writerFailed(error) }) else { return }
-        stopTransfer()
-        report(outcome, of: nil)
-    }
-
-    /// The writer made room: a consumer gets the bytes that waited for it, and the transfer
-    /// that waited for room goes on, if it still runs.
-    private func writerHasRoom() {
-        sink?.handOverIfIdle()
-        let attempt = transferAttempt
-        guard withMachine({ $0.attempt.number == attempt && $0.writerCaughtUp() }), let transfer else { return }
-        NetworkThread.shared.multi.unpause(transfer)
-    }
-
-    func transfer(_ transfer: CurlTransfer, didSendBodyBytes count: Int) {
-        assertOnNetworkThread()
-        uploadProgress?.record(Int64(count), expected: transfer.request.body.length ?? -1)
-    }
-
-    func transfer(_ transfer: CurlTransfer, didCompleteWith error: CurlError?) {
-        assertOnNetworkThread()
-        guard transfer === self.transfer else { return }
-        self.transfer = nil
-        record(transfer.timings)
-        // A transfer the caller's pause left behind (a resume has moved the machine on): its
-        // end is nobody's outcome; the job that would have stopped it finds nothing to stop.
-        let attempt = transferAttempt
-        guard withMachine({ $0.attempt.number == attempt }) else { return }
-        if let refusal = transfer.trustFailure {
-            // The pins said no before anything was sent: final, never retried.
-            return fail(refusal)
-        }
-        if transfer.refusedResend {
-            // curl would have sent a request that is not idempotent again: never retried.
-            return fail(TransferError(.connectionClosedBeforeAnswer, url: request.url,
-                                      detail: "The connection closed after the \(request.httpMethod ?? "POST") request was sent "
-                                          + "and before any answer; it was not sent again, since the server may have acted on it"))
-        }
-        if let trust = transfer.pendingServerTrust {
-            // Stopped before sending to a server the block has not judged.
-            switch withMachine({ $0.serverTrustQuestioned() }) {
-            case .ask: askServerTrust(trust)
-            case .ignored: break
-            case .report(let outcome): report(outcome, of: nil)
-            }
-            return
-        }
-        // A body that could not be read is the real failure; curl only saw its callback abort.
-        // Without an error too: a written body whose writer failed (threw, or wrote past its
-        // declared length) after curl had taken every declared byte is no success.
-        let failure = error.map { transfer.bodyReadFailure ?? URLError($0, url: request.url) } ?? transfer.bodyReadFailure
-        let (action, held, next) = withMachine { machine in
-            (machine.transferCompleted(error: failure), machine.held, machine.attempt.number)
-        }
-        switch action {
-        case .ignored:
-            break
-        case .report(let outcome):
-            report(outcome, of: transfer)
-        case .scheduleRetry(let delay):
-            scheduleRetry(after: delay, failure: error)
-        case .send(let send):
-            log("continue", ["httpop.offset": "\(held)"])
-            start(send, attempt: next)
-        case .redirect:
-            redirect(to: transfer.redirectURL)
-        case .challenge(let previousFailureCount):
-            challenge(previousFailureCount: previousFailureCount)
-        }
-    }
-
-    /// Logs `message` at debug with `metadata` — on the callback queue, never here: a log
-    /// handler is the caller's code. Nothing is built when the logger is silent.
-    func log(_ message: String, _ metadata: @autoclosure () -> Logger.Metadata) {
-        guard logger.logLevel <= .debug else { return }
-        let (logger, metadata) = (self.logger, metadata())
-        callbackQueue.async(group: completionGroup) { logger.debug("\(message)", metadata: metadata) }
-    }
-
-    /// Adds a finished transfer's times to the operation's.
-    private func record(_ last: TransferTimings.Transfer?) {
-        guard let last else { return }
-        if timings == nil {
-            timings = TransferTimings(lastTransfer: last)
-        } else {
-            timings!.append(last)
-        }
-    }
-
     // MARK: - The end
 
     /// Hands `outcome` to the operation: the response, and the body where it belongs.
@@ -575,7 +404,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     }
 
     /// The rest of ``finish(response:error:separateBody:complete:)``, once the body is written.
-    private func deliver(response: URLResponse?, error: (any Error)?, separateBody: Data?, complete: Bool) {
+    func deliver(response: URLResponse?, error: (any Error)?, separateBody: Data?, complete: Bool) {
         if !complete { publishResumeData(saving: true) }
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
         let data = separateBody ?? ((sink?.isMemory ?? true) ? sink?.takeMemory() ?? Data() : nil)
