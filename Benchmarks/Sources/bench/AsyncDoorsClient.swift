@@ -44,8 +44,8 @@ enum AsyncDoorsClient {
             let body: Data
             switch door {
             case .asyncVerb:
-                let outcome = try await manager.get(workload.url.absoluteString)
-                body = outcome.object as? Data ?? Data()
+                let operation = manager.httpRequestOperation(with: URLRequest(url: workload.url), success: nil, failure: nil)
+                body = try await manager.run(operation, as: Data.self)
             case .httpTypes:
                 let (response, data) = try await manager.perform(workload.httpRequest)
                 guard response.status == .ok else { return nil }

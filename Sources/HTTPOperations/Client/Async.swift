@@ -89,7 +89,10 @@ extension HTTPRequestOperation {
     /// Waits until the operation's outcome is known (start or enqueue it yourself) and returns
     /// what its response serializer made, as a `Value`: `Data` for an
     /// ``HTTPResponseSerializer``, `T` for a ``DecodableResponseSerializer``, an `Image`, ….
-    /// The operation keeps the rest (``URLConnectionOperation/response``, timings).
+    /// The operation keeps the rest (``URLConnectionOperation/response``, timings). A body
+    /// written to a file or stream, or an answer without one, makes no value: ask for an
+    /// optional (`Data?.self`), which is nil then. (The JSON, property-list and XML
+    /// serializers make values that are not `Sendable`; use a ``DecodableResponseSerializer``.)
     ///
     /// Cancelling the awaiting task cancels the operation. The success and failure blocks are
     /// left alone and still run, before this returns.

@@ -58,11 +58,13 @@ extension RequestSerializationError: HTTPOperationsError {
 extension ResponseSerializationError: HTTPOperationsError {
     /// The URL of the response that could not be turned into a result.
     public var url: URL? { response?.url }
-    /// The first of the reason's underlying errors (a decoder's, a parser's).
-    public var underlyingError: (any Error)? { reason.underlyingErrors.first }
+    /// The decoder's or parser's error, or for `.noSerializerAccepted` the first serializer's.
+    public var underlyingError: (any Error)? { underlying ?? reason.underlyingErrors.first }
 }
 
 extension DependencyError: HTTPOperationsError {
+    /// The URL of the failed dependency's request, when it is a ``URLConnectionOperation``.
+    public var url: URL? { (failedOperation as? URLConnectionOperation)?.request.url }
     /// ``underlying``: the failed dependency's error.
     public var underlyingError: (any Error)? { underlying }
 }

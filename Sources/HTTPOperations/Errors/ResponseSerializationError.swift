@@ -70,15 +70,19 @@ public struct ResponseSerializationError: Error, Sendable, CustomStringConvertib
     public let response: URLResponse?
     /// The body.
     public let data: Data?
+    /// The parser's or decoder's own error (a `DecodingError`, an `NSError` of
+    /// `JSONSerialization`), when there is one.
+    public let underlying: (any Error)?
 
     /// The kind of failure: `reason.code`.
     public var code: Code { reason.code }
 
     /// Creates an error.
-    public init(_ reason: Reason, response: URLResponse?, data: Data?) {
+    public init(_ reason: Reason, response: URLResponse?, data: Data?, underlying: (any Error)? = nil) {
         self.reason = reason
         self.response = response
         self.data = data
+        self.underlying = underlying
     }
 
     public var description: String {

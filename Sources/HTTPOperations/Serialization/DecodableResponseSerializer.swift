@@ -54,7 +54,7 @@ public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerial
         do {
             return try decoder.decode(T.self, from: data)
         } catch {
-            throw ResponseSerializationError(.decodingFailed(detail: "\(error)"), response: response, data: data)
+            throw ResponseSerializationError(.decodingFailed(detail: "\(error)"), response: response, data: data, underlying: error)
         }
     }
 
@@ -64,7 +64,6 @@ public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerial
     public func value(for response: URLResponse?, data: Data?) throws -> T {
         try typedResponseObject(try responseObject(for: response, data: data), as: T.self, response: response, data: data)
     }
-
 
     /// Whether `response` answers a HEAD request. Foundation's response does not say; a
     /// response that announces a body (Content-Length > 0) and arrived without one can only

@@ -54,7 +54,7 @@ open class JSONResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
         do {
             object = try JSONSerialization.jsonObject(with: data, options: options.union(.fragmentsAllowed))
         } catch {
-            throw ResponseSerializationError(.invalidJSON(detail: "\(error)"), response: response, data: data)
+            throw ResponseSerializationError(.invalidJSON(detail: "\(error)"), response: response, data: data, underlying: error)
         }
         return removeNulls ? Self.removingNulls(from: object) : object
     }

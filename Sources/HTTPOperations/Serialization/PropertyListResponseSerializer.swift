@@ -44,7 +44,7 @@ open class PropertyListResponseSerializer: HTTPResponseSerializer, @unchecked Se
         do {
             object = try PropertyListSerialization.propertyList(from: data, options: options, format: &found)
         } catch {
-            throw ResponseSerializationError(.invalidPropertyList(detail: "\(error)"), response: response, data: data)
+            throw ResponseSerializationError(.invalidPropertyList(detail: "\(error)"), response: response, data: data, underlying: error)
         }
         if let wanted, wanted != found {
             throw ResponseSerializationError(.invalidPropertyList(detail: "expected format \(wanted.rawValue), found \(found.rawValue)"),

@@ -80,7 +80,7 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
         do {
             return try XMLDocument(data: bytes, options: options)
         } catch {
-            throw ResponseSerializationError(.invalidXML(detail: "\(error)"), response: response, data: data)
+            throw ResponseSerializationError(.invalidXML(detail: "\(error)"), response: response, data: data, underlying: error)
         }
     }
 }

@@ -341,6 +341,29 @@ extension AllTests {
             // Asked for a type it did not make: a typed error, never a crash or a nil.
             let json = try manager.httpRequestOperation(with: URLRequest(url: manager.url(for: "echo")), success: nil, failure: nil)
             await #expect(throws: ResponseSerializationError.self) { _ = try await manager.run(json, as: Data.self) }
+            // An operation started by hand, awaited.
+            let own = HTTPRequestOperation(request: URLRequest(url: try manager.url(for: "bytes/7")))
+            own.start()
+            #expect(try await own.outcome(as: Data.self).count == 7)
+        }
+
+        /// A body written to a file is not the operation's value: asked as an optional, it is
+        /// nil and the file holds the body; asked as `Data`, a typed error says there was none.
+        @Test func aDownloadToAFileIsAwaitedAsAnOptional() async throws {
+            let manager = manager()
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            let download = try manager.httpRequestOperation(with: URLRequest(url: manager.url(for: "bytes/1000")), success: nil, failure: nil)
+            download.responseSerializer = HTTPResponseSerializer()
+            download.destinationURL = file
+            #expect(try await manager.run(download, as: Data?.self) == nil)
+            #expect(try Data(contentsOf: file).count == 1_000)
+            let again = try manager.httpRequestOperation(with: URLRequest(url: manager.url(for: "bytes/10")), success: nil, failure: nil)
+            again.responseSerializer = HTTPResponseSerializer()
+            again.destinationURL = temporaryFile()
+            defer { again.destinationURL.map(removeDownload) }
+            let error = await #expect(throws: ResponseSerializationError.self) { _ = try await manager.run(again, as: Data.self) }
+            #expect(error?.code == .emptyBody)
         }
 
         @Test func cancellingTheTaskCancelsTheOperation() async throws {

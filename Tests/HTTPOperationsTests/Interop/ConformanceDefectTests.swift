@@ -57,7 +57,7 @@ extension AllTests {
         @Test func aStatusLineThatIsNotHTTPFailsTheManagersGet() async throws {
             let manager = HTTPRequestOperationManager(baseURL: Self.server.baseURL)
             manager.responseSerializer = HTTPResponseSerializer()
-            await #expect(throws: URLError.self) { _ = try await manager.run(manager.httpRequestOperation(with: URLRequest(url: manager.url(for: "not-http")), success: nil, failure: nil), as: Data.self) }
+            await #expect(throws: URLError.self) { _ = try await manager.get("not-http", as: EmptyResponse.self) }
         }
 
         /// An unrecognised three-digit status reaches the caller as itself (RFC 9110 §15:

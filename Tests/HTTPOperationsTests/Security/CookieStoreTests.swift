@@ -61,8 +61,11 @@ extension AllTests {
             let manager = HTTPRequestOperationManager(baseURL: URL(string: ExternalServers.nginx.baseURL))
             manager.responseSerializer = HTTPResponseSerializer()
             manager.defaultConfiguration.cookieStore = CookieStore()
-            _ = try await manager.run(manager.httpRequestOperation(with: URLRequest(url: manager.url(for: "cookies/set")), success: nil, failure: nil), as: Data.self)
-            let shown = try await manager.run(manager.httpRequestOperation(with: URLRequest(url: manager.url(for: "cookies/show")), success: nil, failure: nil), as: Data.self)
+            // Requests made by the manager's serializer, as its verbs make them.
+            let set = try manager.makeRequest("GET", "cookies/set", parameters: nil)
+            _ = try await manager.run(manager.httpRequestOperation(with: set, success: nil, failure: nil), as: Data.self)
+            let show = try manager.makeRequest("GET", "cookies/show", parameters: nil)
+            let shown = try await manager.run(manager.httpRequestOperation(with: show, success: nil, failure: nil), as: Data.self)
             #expect(String(decoding: shown, as: UTF8.self) == "session=s3cret")
         }
 

@@ -134,7 +134,7 @@ extension HTTPRequestOperationManager {
         do {
             return (response, try decoder.decode(type, from: data))
         } catch {
-            throw ResponseSerializationError(.decodingFailed(detail: "\(error)"), response: operation.response, data: data)
+            throw ResponseSerializationError(.decodingFailed(detail: "\(error)"), response: operation.response, data: data, underlying: error)
         }
     }
 
