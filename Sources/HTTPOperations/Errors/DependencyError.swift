@@ -9,6 +9,8 @@ public struct DependencyError: Error, Sendable, CustomStringConvertible {
     public let failedOperation: Operation
     /// Its error: `URLError(.cancelled)` for a cancelled one.
     public let underlying: (any Error)?
+    /// The URL of its request, when it has one (a ``URLConnectionOperation`` does).
+    public let url: URL?
 
     /// ``ErrorCode/dependencyCancelled`` when the failure started with a cancellation (see
     /// ``dependencyWasCancelled``), else ``ErrorCode/dependencyFailed``.
@@ -29,7 +31,7 @@ public struct DependencyError: Error, Sendable, CustomStringConvertible {
 
     /// A sentence for logs and people.
     public var description: String {
-        let what = (failedOperation as? URLConnectionOperation)?.request.url?.absoluteString ?? "\(failedOperation)"
+        let what = url?.absoluteString ?? "\(failedOperation)"
         return "Not run: the operation it depends on (\(what)) \(dependencyWasCancelled ? "was cancelled" : "failed")"
             + (underlying.map { ": \($0)" } ?? ".")
     }

@@ -63,8 +63,6 @@ extension ResponseSerializationError: HTTPOperationsError {
 }
 
 extension DependencyError: HTTPOperationsError {
-    /// The URL of the failed dependency's request, when it is a ``URLConnectionOperation``.
-    public var url: URL? { (failedOperation as? URLConnectionOperation)?.request.url }
     /// ``underlying``: the failed dependency's error.
     public var underlyingError: (any Error)? { underlying }
 }

@@ -10,10 +10,12 @@ public struct UnsupportedResumeDataVersion: Error, Sendable, CustomStringConvert
 
     /// The version found.
     public let version: Int
+    /// The version this library reads.
+    public let readableVersion: Int
 
     /// A sentence for logs and people.
     public var description: String {
-        "Resume data version \(version) is not supported (this library reads version \(ResumeData.currentVersion))."
+        "Resume data version \(version) is not supported (this library reads version \(readableVersion))."
     }
 }
 

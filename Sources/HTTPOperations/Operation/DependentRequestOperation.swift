@@ -46,7 +46,8 @@ open class DependentRequestOperation: HTTPRequestOperation, @unchecked Sendable 
     /// Fails with ``DependencyError`` when a dependency failed, else builds the request.
     open override func prepareRequest() throws -> URLRequest? {
         if !runsWhenDependenciesFail, let failed = dependencies.first(where: Self.failed) {
-            throw DependencyError(failedOperation: failed, underlying: (failed as? URLConnectionOperation)?.error)
+            let connection = failed as? URLConnectionOperation
+            throw DependencyError(failedOperation: failed, underlying: connection?.error, url: connection?.request.url)
         }
         return try build(dependencies)
     }

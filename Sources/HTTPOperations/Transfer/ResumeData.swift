@@ -65,7 +65,7 @@ public struct ResumeData: Codable, Sendable, Equatable {
     public init(from data: Data) throws {
         let decoded = try JSONDecoder().decode(ResumeData.self, from: data)
         guard decoded.version == Self.currentVersion else {
-            throw UnsupportedResumeDataVersion(version: decoded.version)
+            throw UnsupportedResumeDataVersion(version: decoded.version, readableVersion: Self.currentVersion)
         }
         self = decoded
     }
