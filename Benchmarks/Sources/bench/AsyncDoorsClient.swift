@@ -4,8 +4,10 @@ import HTTPTypes
 import Synchronization
 
 /// HTTPOperations through its async doors, `inFlight` requests at a time in a task group (as
-/// AsyncHTTPClient is driven): `try await manager.get(...)` (the AFNetworking-style door's
-/// async verb) or `try await manager.perform(HTTPRequest)` (the HTTPTypes door). Bodies are
+/// AsyncHTTPClient is driven): a request built by the manager's request serializer, awaited with
+/// `try await manager.run(operation, as: Data?.self)` (the typed async door for operations, which
+/// took the place of the deprecated untyped `manager.get`), or `try await
+/// manager.perform(HTTPRequest)` (the HTTPTypes door). Bodies are
 /// collected in memory; a file workload writes each body to the file after it arrived.
 enum AsyncDoorsClient {
     enum Door { case asyncVerb, httpTypes }
@@ -44,8 +46,12 @@ enum AsyncDoorsClient {
             let body: Data
             switch door {
             case .asyncVerb:
-                let operation = manager.httpRequestOperation(with: URLRequest(url: workload.url), success: nil, failure: nil)
-                body = try await manager.run(operation, as: Data.self)
+                // Built by the request serializer from the string, as the verbs build theirs
+                // (default header fields included), then awaited typed.
+                let request = try manager.requestSerializer.request(method: "GET", urlString: workload.url.absoluteString,
+                                                                    parameters: nil)
+                let operation = manager.httpRequestOperation(with: request, success: nil, failure: nil)
+                body = try await manager.run(operation, as: Data?.self) ?? Data()
             case .httpTypes:
                 let (response, data) = try await manager.perform(workload.httpRequest)
                 guard response.status == .ok else { return nil }

@@ -32,7 +32,8 @@ struct Bench: ParsableCommand {
         /// HTTPOperations' callback verb (`manager.get(urlString, success:failure:)`), all
         /// enqueued at once: the async verb's request building, with blocks.
         case verbs
-        /// HTTPOperations' async verb (`try await manager.get`), in a task group of N.
+        /// HTTPOperations' typed async door (a serializer-built request, `try await
+        /// manager.run(_:as:)`), in a task group of N.
         case async
         /// HTTPOperations' HTTPTypes door (`try await manager.perform(HTTPRequest)`), in a task
         /// group of N.

@@ -81,7 +81,7 @@ enum OperationsClient {
     }
 
     /// The callback verb, `manager.get(urlString, success:failure:)`, all enqueued at once: the
-    /// request serializer builds each request from the string, as the async verb's does. The
+    /// request serializer builds each request from the string, as the async client's does. The
     /// two differ in how the answer comes back and in how many wait (the async client keeps
     /// N in flight; this one enqueues all, as `operations` does). A file workload writes each
     /// body to the file after it arrived, as the async client does.

@@ -404,7 +404,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     }
 
     /// The rest of ``finish(response:error:separateBody:complete:)``, once the body is written.
-    func deliver(response: URLResponse?, error: (any Error)?, separateBody: Data?, complete: Bool) {
+    private func deliver(response: URLResponse?, error: (any Error)?, separateBody: Data?, complete: Bool) {
         if !complete { publishResumeData(saving: true) }
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
         let data = separateBody ?? ((sink?.isMemory ?? true) ? sink?.takeMemory() ?? Data() : nil)

@@ -57,26 +57,6 @@ extension AllTests {
             #expect(later.configuration.totalTimeout == .seconds(9))
         }
 
-        /// The credential of a manager with a base URL is for that origin, however it is set:
-        /// through ``HTTPRequestOperationManager/defaultConfiguration`` as through `credential`.
-        @Test func aCredentialInTheDefaultConfigurationGoesOnlyToTheBaseURLsOrigin() async throws {
-            let server = try TestServer.start()
-            defer { server.shutdown() }
-            let manager = HTTPRequestOperationManager(baseURL: server.baseURL)
-            manager.responseSerializer = HTTPResponseSerializer()
-            var configuration = OperationConfiguration()
-            configuration.credential = URLCredential(user: "u", password: "p", persistence: .none)
-            manager.defaultConfiguration = configuration
-            let home = manager.httpRequestOperation(with: URLRequest(url: server.url(.basicAuth(user: "u", password: "p"))),
-                                                    success: nil, failure: nil)
-            #expect(try await run(home).error == nil)
-            let elsewhere = server.url(.basicAuth(user: "u", password: "p"), host: "localhost")
-            let away = manager.httpRequestOperation(with: URLRequest(url: elsewhere), success: nil, failure: nil)
-            let outcome = try await run(away)
-            #expect(away.response?.statusCode == 401, "\(String(describing: outcome.error))")
-            #expect(server.receivedRequests.filter { $0.header("Authorization") != nil }.count == 1)
-        }
-
         /// A change after the transfer read its settings would never reach it: it is dropped and
         /// said, while the transfer runs and after it finished, and the operation finishes.
         @Test func aChangeAfterStartIsRefusedAndSaid() async throws {

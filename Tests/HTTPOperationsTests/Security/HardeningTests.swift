@@ -121,12 +121,21 @@ extension AllTests {
             #expect(received[1].header("X-Trace") == "kept")
         }
 
-        @Test func theManagersCredentialGoesOnlyToItsBaseURLsOrigin() async throws {
+        /// However it is set: through `credential`, or in a whole `defaultConfiguration`.
+        @Test(arguments: [false, true])
+        func theManagersCredentialGoesOnlyToItsBaseURLsOrigin(throughConfiguration: Bool) async throws {
             let server = try TestServer.start()
             defer { server.shutdown() }
             let manager = HTTPRequestOperationManager(baseURL: server.baseURL)
             manager.responseSerializer = HTTPResponseSerializer()
-            manager.credential = URLCredential(user: "u", password: "p", persistence: .none)
+            let credential = URLCredential(user: "u", password: "p", persistence: .none)
+            if throughConfiguration {
+                var configuration = OperationConfiguration()
+                configuration.credential = credential
+                manager.defaultConfiguration = configuration
+            } else {
+                manager.credential = credential
+            }
             let home = manager.httpRequestOperation(with: URLRequest(url: server.url(.basicAuth(user: "u", password: "p"))),
                                                     success: nil, failure: nil)
             #expect(try await run(home).error == nil)
