@@ -55,15 +55,14 @@ extension HTTPRequestOperationManager {
         set { changeDefaults { $0.logger = newValue } }
     }
 
-    /// The swift-metrics factory the operation reports to: ``OperationConfiguration/metricsFactory``.
+    /// The swift-metrics factory the manager's operations report to: ``OperationConfiguration/metricsFactory``.
     @available(*, deprecated, message: "use defaultConfiguration.metricsFactory")
     public var metricsFactory: (any MetricsFactory)? {
         get { defaultConfiguration.metricsFactory }
         set {
             // Made outside the lock: it makes the instruments (the factory is the caller's code).
-            var made = OperationConfiguration()
-            made.metricsFactory = newValue
-            changeDefaults { $0.metrics = made.metrics }
+            let metrics = newValue.flatMap { RequestMetrics(factory: $0) }
+            changeDefaults { $0.metrics = metrics }
         }
     }
 }

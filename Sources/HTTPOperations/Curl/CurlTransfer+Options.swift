@@ -193,9 +193,19 @@ extension CurlTransfer {
 /// A weak reference to a transfer that a body reader's callback can carry to the network
 /// thread: it is read there only, where transfers live.
 private final class WeakTransfer: @unchecked Sendable {
-    weak var value: CurlTransfer?
+    // @unchecked Sendable: made and read on the network thread only (asserted in debug builds);
+    // the body reader's queue only carries it there. A checked `weak let` would need
+    // `CurlTransfer` to be Sendable, which a network-thread-confined class is not.
+    private weak var transfer: CurlTransfer?
 
     init(_ value: CurlTransfer) {
-        self.value = value
+        assert(NetworkThread.shared.isCurrentThread, "a transfer is made on the network thread")
+        self.transfer = value
+    }
+
+    /// The transfer, if it still lives. Network thread only.
+    var value: CurlTransfer? {
+        assert(NetworkThread.shared.isCurrentThread, "a transfer is read on the network thread only")
+        return transfer
     }
 }

@@ -68,9 +68,8 @@ extension URLConnectionOperation {
         get { configuration.metricsFactory }
         set {
             // Made outside the lock: it makes the instruments (the factory is the caller's code).
-            var made = OperationConfiguration()
-            made.metricsFactory = newValue
-            changeSettings("metricsFactory") { $0.configuration.metrics = made.metrics }
+            let metrics = newValue.flatMap { RequestMetrics(factory: $0) }
+            changeSettings("metricsFactory") { $0.configuration.metrics = metrics }
         }
     }
 }

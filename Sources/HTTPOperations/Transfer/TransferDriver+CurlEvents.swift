@@ -16,7 +16,7 @@ extension TransferDriver {
                 // A write already failed (its event is on its way): nothing of this answer can
                 // be kept, and a restart from zero would empty nothing. The transfer is aborted
                 // and its completion reports the failure: this is inside curl's callback, where
-                // it cannot be stopped (it used to be, and crashed the process).
+                // it cannot be stopped (stopping a transfer from its own callback crashes curl).
                 machine.writerFailedBeforeHead(writeError)
                 return (false, .abort, nil, -1, nil)
             }

@@ -29,15 +29,16 @@ struct TransferInputs {
     /// The inputs an operation's settings give its transfers; `request` is the first one,
     /// whose origin a credential without one (an operation's own) is for.
     init(_ settings: borrowing URLConnectionOperation.Settings, request: URLRequest) {
-        let configuration = settings.configuration
-        credential = configuration.credential
-        credentialOrigin = configuration.credential == nil ? nil : configuration.credentialOrigin ?? request.url
-        securityPolicies = configuration.securityPolicies
+        // Read in place: a copy of the whole configuration would retain each of its references
+        // once more per operation started.
+        credential = settings.configuration.credential
+        credentialOrigin = credential == nil ? nil : settings.configuration.credentialOrigin ?? request.url
+        securityPolicies = settings.configuration.securityPolicies
         // The explicit set only: nil (the defaults) keeps a plain GET plain (``TransferRequest/isPlain``).
-        allowedSchemes = configuration.explicitSchemes
+        allowedSchemes = settings.configuration.explicitSchemes
         serverTrustEvaluation = settings.serverTrustEvaluation
-        route = configuration.route
-        cookieStore = configuration.cookieStore
+        route = settings.configuration.route
+        cookieStore = settings.configuration.cookieStore
     }
 
     /// What curl needs to send `request`, with the credential only where it belongs and the
