@@ -5,10 +5,9 @@ import Synchronization
 
 /// HTTPOperations through its async doors, `inFlight` requests at a time in a task group (as
 /// AsyncHTTPClient is driven): a request built by the manager's request serializer, awaited with
-/// `try await manager.run(operation, as: Data?.self)` (the typed async door for operations, which
-/// took the place of the deprecated untyped `manager.get`), or `try await
-/// manager.perform(HTTPRequest)` (the HTTPTypes door). Bodies are
-/// collected in memory; a file workload writes each body to the file after it arrived.
+/// `try await manager.run(operation, as: Data?.self)` (the typed async door for operations), or
+/// `try await manager.perform(HTTPRequest)` (the HTTPTypes door). Bodies are collected in
+/// memory; a file workload writes each body to the file after it arrived.
 enum AsyncDoorsClient {
     enum Door { case asyncVerb, httpTypes }
 

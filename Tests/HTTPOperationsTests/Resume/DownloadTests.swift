@@ -8,7 +8,13 @@ extension AllTests {
     @Suite struct Downloads {
         @Test(.enabled(if: residentMemoryIsMeaningful, "RSS under AddressSanitizer measures the sanitizer"))
         func aLargeBodyStreamsToAFileInFlatMemory() async throws {
+            // Eight times the growth allowed below; twice under ThreadSanitizer, which writes
+            // the body several times slower and is there for races, not for growth.
+            #if HTTPOPERATIONS_TSAN
+            let size = 64 << 20
+            #else
             let size = 256 << 20
+            #endif
             let path = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-\(UUID()).bin").path
             defer { try? FileManager.default.removeItem(atPath: path) }
             let op = operation(.bytes(size))
@@ -29,7 +35,7 @@ extension AllTests {
             #expect(growth < 32 << 20, "peak memory grew by \(growth >> 20) MiB")
             // Spot-check the bytes at a few offsets, including the last.
             let handle = try #require(FileHandle(forReadingAtPath: path))
-            for offset in [0, 65_535, 123_456_789, size - 1_000] {
+            for offset in [0, 65_535, size / 2 + 12_345, size - 1_000] {
                 try handle.seek(toOffset: UInt64(offset))
                 let chunk = try #require(try handle.read(upToCount: 1000))
                 #expect(chunk == TestServer.pattern(offset: offset, count: 1000))

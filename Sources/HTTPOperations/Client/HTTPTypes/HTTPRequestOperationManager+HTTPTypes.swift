@@ -100,7 +100,7 @@ extension HTTPRequestOperationManager {
 
     /// Runs `operation` and returns its response and body.
     private func collect(_ operation: HTTPRequestOperation) async throws -> (response: HTTPResponse, body: Data) {
-        _ = try await enqueueAndAwait(operation)
+        try await enqueueAndAwait(operation) { if let error = $0.error { throw error } }
         guard let response = operation.httpResponse else {
             // Every HTTP transfer that succeeded has a head; only a scheme without one lacks it.
             throw URLError(.badServerResponse, url: operation.request.url, description: "The answer had no HTTP head.")
