@@ -20,7 +20,7 @@ extension TransferDriver {
                 machine.writerFailedBeforeHead(writeError)
                 return (false, .abort, nil, -1, nil)
             }
-            return (true, machine.headReceived(head), machine.attempt.rangeFrom, machine.expectedLength,
+            return (true, machine.headReceived(head), machine.attempt.rangeFrom, machine.held.expectedLength,
                     machine.configuration.maximumBodySize)
         }
         if current {
@@ -63,7 +63,7 @@ extension TransferDriver {
         let attempt = transferAttempt
         let (action, expectedLength) = withMachine { machine in
             guard machine.attempt.number == attempt else { return (TransferStateMachine.BodyAction.abort, Int64(-1)) }
-            return (machine.bodyReceived(count: bytes.count, admission: { sink.admit(bytes.count) }), machine.expectedLength)
+            return (machine.bodyReceived(count: bytes.count, admission: { sink.admit(bytes.count) }), machine.held.expectedLength)
         }
         switch action {
         case .append:
@@ -137,7 +137,7 @@ extension TransferDriver {
         // declared length) after curl had taken every declared byte is no success.
         let failure = error.map { transfer.bodyReadFailure ?? URLError($0, url: request.url) } ?? transfer.bodyReadFailure
         let (action, held, next) = withMachine { machine in
-            (machine.transferCompleted(error: failure), machine.held, machine.attempt.number)
+            (machine.transferCompleted(error: failure), machine.held.count, machine.attempt.number)
         }
         switch action {
         case .ignored:

@@ -82,8 +82,8 @@ extension TransferDriver {
     func publishResumeData(saving: Bool) {
         guard let sink, let destination = sink.destination, let url = originalRequest.url else { return }
         let (sendsOwnRange, validator, entityTag, lastModified, length) = withMachine { machine in
-            (machine.configuration.sendsOwnRange, machine.validator, machine.entityTag, machine.lastModified,
-             machine.knownLength)
+            (machine.configuration.sendsOwnRange, machine.held.validator, machine.held.entityTag, machine.held.lastModified,
+             machine.held.knownLength)
         }
         // A byte-range request of the caller's own holds bytes from its own offset: resume
         // data (a Range from the bytes held, without the caller's) would splice the resource
@@ -117,7 +117,7 @@ extension TransferDriver {
     /// with the `Content-Type` of the answer that began them when this operation saw it (a
     /// serializer judges the body by it).
     func completedResponse() -> HTTPURLResponse {
-        let (held, validator) = withMachine { ($0.held, $0.validator) }
+        let (held, validator) = withMachine { ($0.held.count, $0.held.validator) }
         var fields = ["Content-Length": "\(held)"]
         if let type = operation.state.withLock({ $0.responseHead?.0.value(of: "Content-Type") }) {
             fields["Content-Type"] = type

@@ -215,7 +215,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
         }
         let held = sink.heldAtOpen
         let (send, attempt, knownLength) = withMachine { machine in
-            (machine.begin(held: held), machine.attempt.number, machine.knownLength)
+            (machine.begin(held: held), machine.attempt.number, machine.held.knownLength)
         }
         if held > 0 {
             downloadProgress?.reset(total: held, expected: knownLength ?? -1)
@@ -408,7 +408,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
         if !complete { publishResumeData(saving: true) }
         // Keep what arrived even on failure: a partial body helps the caller more than nothing.
         let data = separateBody ?? ((sink?.isMemory ?? true) ? sink?.takeMemory() ?? Data() : nil)
-        let (redirects, retries, resumes, held) = withMachine { ($0.redirects, $0.retries, $0.metrics.resumes, $0.held) }
+        let (redirects, retries, resumes, held) = withMachine { ($0.redirects, $0.retries, $0.metrics.resumes, $0.held.count) }
         timings?.redirects = redirects
         let outcomeMetadata: Logger.Metadata? = logger.logLevel <= .debug ? [
             RequestLogging.statusKey: "\(head?.statusCode ?? (response as? HTTPURLResponse)?.statusCode ?? 0)",

@@ -19,7 +19,7 @@ extension AllTests.TransferStateMachineTests {
         #expect(machine.transferCompleted(error: nil) == .redirect)
         #expect(machine.decided(proceed: false) == .report(.responseHeldAside(intoSink: true)))
         machine.heldAsideMovedIntoSink()
-        #expect(machine.held == 11)
+        #expect(machine.held.count == 11)
         #expect(machine.isFinished)
     }
 

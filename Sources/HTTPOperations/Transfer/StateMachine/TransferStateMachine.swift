@@ -28,29 +28,8 @@ struct TransferStateMachine {
     /// transfer begins.
     private(set) var configuration: Configuration
     private(set) var phase = Phase.idle
-    /// Bytes held in the sink: what a `Range` continues from.
-    private(set) var held: Int64 = 0
-    /// The version of the resource whose bytes are held, as sent in `If-Range`.
-    private(set) var validator: ResumeValidator?
-    /// Every validator the server named for that version (the ETag, strong or weak, and the
-    /// Last-Modified date): each is compared with a 206's, whichever `If-Range` carried, so a
-    /// server that ignores `If-Range` cannot splice another version.
-    private(set) var entityTag: String?
-    private(set) var lastModified: String?
-    /// Whether a `Range` may continue the bytes held: their version has a strong validator to
-    /// send in `If-Range`, or the caller vouches for them without one (`-C`). A version known
-    /// by nothing stronger (a weak ETag, a `Last-Modified` less than a second before the
-    /// `Date`, nothing), from a 200 or from resume data, cannot be told from the next: its
-    /// bytes are asked for again whole.
-    private(set) var heldVersionIsNamed = true
-    /// How often a range answer named another version and the resource was asked for whole.
-    private(set) var versionRestarts = 0
-    /// A server that changes the version on every answer is asked for it whole this often.
-    static let maximumVersionRestarts = 3
-    /// Its complete length, when known.
-    private(set) var knownLength: Int64?
-    /// The length progress reports expect: the complete length, or -1 when unknown.
-    private(set) var expectedLength: Int64 = -1
+    /// The bytes held in the sink and their version.
+    private(set) var held = HeldContent()
     private(set) var metrics = DownloadMetrics()
     private(set) var retries = 0
     /// The waits of the retries scheduled so far, in seconds.
@@ -67,15 +46,9 @@ struct TransferStateMachine {
     private(set) var serverTrustQuestions = 0
     /// What the current (or last) transfer asked for and got.
     private(set) var attempt = Attempt()
-    /// The status of the whole answer whose bytes are held (a range continues only a 2xx's).
-    private(set) var heldAnswerStatus: Int?
 
-    /// - Parameters:
-    ///   - validator: The validator of the bytes already held (from resume data).
-    ///   - entityTag, lastModified: Every validator saved with them; when nil, the one
-    ///     `validator` names.
-    ///   - knownLength: Their resource's complete length (from resume data).
-    ///   - rangeWithoutValidator: The caller vouches for bytes held without a validator.
+    /// The parameters after `configuration` describe the bytes held from resume data (see
+    /// ``HeldContent/init(validator:entityTag:lastModified:knownLength:rangeWithoutValidator:)``).
     init(configuration: Configuration, validator: ResumeValidator? = nil, entityTag: String? = nil,
          lastModified: String? = nil, knownLength: Int64? = nil, rangeWithoutValidator: Bool = false) {
         self.configuration = configuration
@@ -90,18 +63,8 @@ struct TransferStateMachine {
                             lastModified: String? = nil, knownLength: Int64? = nil, rangeWithoutValidator: Bool = false) {
         guard !hasBegun else { return }
         self.configuration = configuration
-        self.validator = validator
-        self.heldVersionIsNamed = validator != nil || rangeWithoutValidator
-        (self.entityTag, self.lastModified) = (nil, nil)
-        switch validator {
-        case .entityTag(let tag)?: self.entityTag = entityTag ?? tag
-        case .lastModified(let date)?: self.lastModified = lastModified ?? date
-        case nil: break
-        }
-        self.entityTag = self.entityTag ?? entityTag
-        self.lastModified = self.lastModified ?? lastModified
-        self.knownLength = knownLength
-        self.expectedLength = knownLength ?? -1
+        self.held = HeldContent(validator: validator, entityTag: entityTag, lastModified: lastModified,
+                                knownLength: knownLength, rangeWithoutValidator: rangeWithoutValidator)
     }
 
     /// Whether the outcome was given.
@@ -127,7 +90,7 @@ struct TransferStateMachine {
         // Once, and only before anything was sent (a pause before it leaves `.sendFirst`).
         guard !hasBegun, phase == .idle || phase == .paused(.sendFirst) else { return nil }
         hasBegun = true
-        self.held = held
+        self.held.begin(with: held)
         if held > 0 {
             metrics.resumes += 1
             metrics.firstResumeOffset = held
@@ -204,12 +167,9 @@ struct TransferStateMachine {
     /// (unless the caller's request names its own range).
     private mutating func send(_ reason: SendReason) -> Send {
         phase = .transferring
-        // Bytes of an error answer (delivered where every status is an answer) are no prefix
-        // of the resource: a Range after them would splice it on; the request starts over.
-        let continuable = heldAnswerStatus.map { (200...299).contains($0) } ?? true
-        let from = held > 0 && !configuration.sendsOwnRange && continuable && heldVersionIsNamed ? held : nil
+        let from = held.rangeStart(sendsOwnRange: configuration.sendsOwnRange)
         attempt = Attempt(sentFrom: from, number: attempt.number + 1)
-        return Send(rangeFrom: from, validator: from == nil ? nil : validator, reason: reason)
+        return Send(rangeFrom: from, validator: from == nil ? nil : held.validator, reason: reason)
     }
 
     /// Records that the request about to go carries the credential.
@@ -220,7 +180,7 @@ struct TransferStateMachine {
     private mutating func countResume(automatic: Bool) {
         metrics.resumes += 1
         if automatic { metrics.automaticResumes += 1 }
-        if metrics.firstResumeOffset == nil { metrics.firstResumeOffset = held }
+        if metrics.firstResumeOffset == nil { metrics.firstResumeOffset = held.count }
     }
 
     /// The retry timer fired: the request to send again, or nil when the retry no longer
@@ -228,7 +188,7 @@ struct TransferStateMachine {
     mutating func retryTimerFired() -> Send? {
         guard phase == .waitingToRetry else { return nil }
         // A resume only when there are bytes to continue (not after a 503 or a refused connection).
-        if held > 0 { countResume(automatic: true) }
+        if held.count > 0 { countResume(automatic: true) }
         return send(.retry)
     }
 
@@ -301,168 +261,22 @@ struct TransferStateMachine {
         // an upstream's HTTP/0.9 reply on over HTTP/2 as `:status 009`. Nothing of it is
         // kept. An unknown three-digit code is an answer (RFC 9110 §15), and outside 2xx an
         // error answer, which reaches the caller with its status.
-        guard (100...999).contains(head.statusCode) else { return abort(.malformedStatus(head.statusCode)) }
+        guard (100...999).contains(head.statusCode) else { return attempt.abort(.malformedStatus(head.statusCode)) }
         // More than one body length: the framing cannot be trusted (RFC 9112 §6.3).
-        guard !head.hasConflictingContentLength else { return abort(.conflictingContentLength) }
-        attempt.status = head.statusCode
-        attempt.hasLocation = false
-        attempt.asideBytes = 0
-        attempt.isErrorAnswer = false
-        attempt.rangeEnd = nil
-        attempt.completeWithoutBody = false
-        attempt.retryAfter = nil
+        guard !head.hasConflictingContentLength else { return attempt.abort(.conflictingContentLength) }
+        attempt.headArrived(status: head.statusCode)
         if retryWanted(status: head.statusCode) {
             // Sent again: its body is held aside, never part of the download.
             attempt.retryAfter = head.value(of: "Retry-After").flatMap { RetryPolicy.retryAfter($0) } ?? 0
             attempt.route = .aside
             return .holdAside
         }
-        if let from = attempt.rangeFrom {
-            return readRangeAnswer(head, askedFrom: from)
-        }
-        return readWholeAnswer(head)
-    }
-
-    /// An answer to `Range: bytes=<from>-`: only a 206 at that offset, of the same version,
-    /// adds to what is held.
-    private mutating func readRangeAnswer(_ head: ResponseHead, askedFrom from: Int64) -> HeadAction {
-        // Another version's answer, whatever its range says (a server that ignores If-Range;
-        // a new version of another length): the whole resource is asked for.
-        if head.statusCode == 206 || head.statusCode == 416, let mismatch = validatorMismatch(head) {
-            return restartWhole(after: mismatch)
-        }
-        switch ResumePolicy.decide(status: head.statusCode, contentRange: head.value(of: "Content-Range"),
-                                   held: from, knownLength: knownLength) {
-        case .append(let completeLength, let end):
-            attempt.rangeEnd = end
-            knownLength = completeLength ?? knownLength
-            expectedLength = knownLength ?? -1
-            if let limit = configuration.maximumBodySize, let length = knownLength, length > limit {
-                return abort(.bodyTooLarge(limit: limit))
-            }
-            attempt.route = .sink
-            return .deliver(restartFromZero: false, newIdentity: false)
-        case .restartFromZero:
-            guard configuration.canRestart else { return abort(.resume(.cannotRestartOutputStream)) }
-            metrics.restartsFromZero += 1
-            metrics.bytesRefetched += held
-            held = 0
-            attempt.rangeFrom = nil
-            // The whole resource: read like any answer to a plain request.
-            let whole = readWholeAnswer(head)
-            guard case .deliver = whole else { return whole }
-            return .deliver(restartFromZero: true, newIdentity: true)
-        case .alreadyComplete:
-            // Complete only for the version held (another version's 416 was met above).
-            attempt.completeWithoutBody = true
-            attempt.route = .aside
-            return .holdAside
-        case .refuse(let reason) where reason.code == .lengthChanged || reason.code == .unsatisfiableRange:
-            // Another complete length, or a range past the end: another version, shorter or
-            // longer; asked for whole, as for a changed validator.
-            return restartWhole(after: .resume(reason))
-        case .refuse(let reason):
-            return abort(.resume(reason))
-        case .notARangeAnswer:
-            // A redirect is followed with the same range; any other answer (304, 4xx, 5xx, a
-            // 3xx that cannot be followed) is reported with its body kept apart: never
-            // appended to the bytes held.
-            attempt.hasLocation = RedirectPolicy.redirectStatusCodes.contains(head.statusCode)
-                && head.value(of: "Location") != nil
-            attempt.route = .aside
-            return .holdAside
-        }
-    }
-
-    /// A range answer named another version than the bytes held: nothing of it is kept, the
-    /// transfer is stopped, and the whole resource is asked for at once (a changed version is
-    /// a restart, never a failure that every later attempt would meet again). Where the bytes
-    /// held cannot be dropped (a caller's stream), or the server changes its version on every
-    /// answer, it fails with `mismatch`.
-    private mutating func restartWhole(after mismatch: Failure) -> HeadAction {
-        guard configuration.canRestart, versionRestarts < Self.maximumVersionRestarts else { return abort(mismatch) }
-        versionRestarts += 1
-        heldVersionIsNamed = false
-        attempt.versionChanged = true
-        return .abort
-    }
-
-    /// An answer to a request for the whole resource (or for the caller's own range).
-    private mutating func readWholeAnswer(_ head: ResponseHead) -> HeadAction {
-        if mayBeReplaced(head) {
-            attempt.route = .aside
-            return .holdAside
-        }
-        // An error answer (or a redirect nobody follows) is not the resource: its body is
-        // held aside, never among the bytes held, so that neither a file nor a later range
-        // can continue after it. In memory it becomes the body once it ended.
-        // Where every status is an answer, an error answer is delivered as it comes, except a
-        // 401 or 407 to a request with a credential: curl may answer that one itself on the
-        // same transfer (it probes for the scheme first), and the answer after it is the one.
-        let deliversEveryStatus = configuration.everyStatusIsTheBody
-            && !((head.statusCode == 401 || head.statusCode == 407) && attempt.sentCredential)
-        guard (200...299).contains(head.statusCode) || deliversEveryStatus else {
-            attempt.route = .aside
-            attempt.isErrorAnswer = true
-            return .holdAside
-        }
-        // Part of a resource where none was asked for (a proxy's or a cache's answer to
-        // another request): there is no offset to put it at.
-        if head.statusCode == 206, !configuration.sendsOwnRange {
-            return abort(.resume(.unrequestedPartialContent))
-        }
-        // The caller's own range asked again (after a pause or a drop): its answer starts the
-        // body again, so what is held goes first.
-        var restart = false
-        if held > 0 {
-            guard configuration.canRestart else { return abort(.resume(.cannotRestartOutputStream)) }
-            metrics.restartsFromZero += 1
-            metrics.bytesRefetched += held
-            held = 0
-            restart = true
-        }
-        attempt.route = .sink
-        heldAnswerStatus = head.statusCode
-        let length = head.decodedContentLength
-        var newIdentity = false
-        if head.statusCode == 200 {
-            // A 200 names the version and length of what will now be held.
-            let (etag, date) = (head.value(of: "ETag"), head.value(of: "Last-Modified"))
-            validator = ResumeValidator(etag: etag, lastModified: date, date: head.value(of: "Date"))
-            heldVersionIsNamed = validator != nil
-            (entityTag, lastModified) = (etag, date)
-            knownLength = length
-            newIdentity = true
-        }
-        expectedLength = length ?? -1
-        if let limit = configuration.maximumBodySize, let length, length > limit {
-            return abort(.bodyTooLarge(limit: limit))
-        }
-        return .deliver(restartFromZero: restart, newIdentity: newIdentity)
-    }
-
-    /// Whether a redirect or an authentication round may replace this response, so its body
-    /// must wait aside.
-    private mutating func mayBeReplaced(_ head: ResponseHead) -> Bool {
-        if RedirectPolicy.redirectStatusCodes.contains(head.statusCode) {
-            attempt.hasLocation = head.value(of: "Location") != nil
-            return configuration.maximumRedirects > 0 && attempt.hasLocation
-        }
-        if head.statusCode == 401 || head.statusCode == 407 {
-            return configuration.answersChallenges && challenges < configuration.maximumChallenges
-        }
-        return false
-    }
-
-    private mutating func abort(_ failure: Failure) -> HeadAction {
-        attempt.failure = failure
-        return .abort
+        return attempt.read(head, held: &held, metrics: &metrics, configuration: configuration, challenges: challenges)
     }
 
     // MARK: - Body
 
-    /// A chunk of `count` body bytes arrived. `admission` asks the sink whether it can take
-    /// them now; it is asked only for bytes bound for the sink.
+    /// A chunk of `count` body bytes arrived (see ``Attempt/admit(_:held:configuration:admission:)``).
     mutating func bodyReceived(count: Int, admission: () -> BodyWriter.Admission) -> BodyAction {
         guard phase == .transferring, attempt.failure == nil, !attempt.versionChanged else { return .abort }
         guard attempt.status != nil || !configuration.expectsHeads else {
@@ -471,45 +285,7 @@ struct TransferStateMachine {
             attempt.failure = .notHTTP
             return .abort
         }
-        let count = Int64(count)
-        switch attempt.route {
-        case .aside:
-            // In memory an error answer's body becomes the body: a memory body's limit. Else
-            // the aside limit: an error answer for a file or stream is reported with what
-            // fits; a body that may still be replaced (a redirect, a challenge) cannot be cut.
-            let memoryLimit = attempt.isErrorAnswer ? configuration.maximumBodySize : nil
-            let limit = memoryLimit ?? configuration.provisionalBodyLimit
-            guard attempt.asideBytes + count <= limit else {
-                // Cut, where it is reported apart; never where it becomes the body.
-                if attempt.isErrorAnswer, memoryLimit == nil, !configuration.errorAnswerJoinsBody { return .discard }
-                attempt.failure = memoryLimit != nil ? .bodyTooLarge(limit: limit) : .provisionalBodyTooLarge(limit: limit)
-                return .abort
-            }
-            attempt.asideBytes += count
-            return .divert
-        case .sink:
-            if let limit = configuration.maximumBodySize, held + count > limit {
-                attempt.failure = .bodyTooLarge(limit: limit)
-                return .abort
-            }
-            if let end = attempt.rangeEnd, held + count > end {
-                // Bytes past what the Content-Range names are at no known offset.
-                attempt.failure = .resume(.bodyExceedsContentRange(last: end - 1))
-                return .abort
-            }
-            switch admission() {
-            case .accepted:
-                held += count
-                attempt.appended += count
-                return .append
-            case .wait:
-                attempt.waitingForWriter = true
-                return .wait
-            case .failed(let error):
-                attempt.failure = .write(error)
-                return .abort
-            }
-        }
+        return attempt.admit(Int64(count), held: &held, configuration: configuration, admission: admission)
     }
 
     /// Writing the body to its file or stream failed (the writer says so as soon as it
@@ -538,7 +314,7 @@ struct TransferStateMachine {
 
     /// The body held aside became the body (``Outcome/responseHeldAside(intoSink:)``).
     mutating func heldAsideMovedIntoSink() {
-        held += attempt.asideBytes
+        held.add(attempt.asideBytes)
         attempt.asideBytes = 0
     }
 
@@ -600,26 +376,26 @@ struct TransferStateMachine {
     private mutating func completeOrContinue() -> CompletionAction {
         // Without a complete length (`bytes N-M/*`) a 206 still names its last byte: a body
         // that ended short of it (close-delimited, cut off) is no more complete.
-        let target = knownLength ?? (attempt.status == 206 ? attempt.rangeEnd : nil)
-        guard let length = target, configuration.expectsBody, !configuration.sendsOwnRange, held != length,
+        let target = held.knownLength ?? (attempt.status == 206 ? attempt.rangeEnd : nil)
+        guard let length = target, configuration.expectsBody, !configuration.sendsOwnRange, held.count != length,
               attempt.status == 200 || attempt.status == 206 else {
             return .report(conclude(.success))
         }
-        guard held < length else {
+        guard held.count < length else {
             // More than the complete length: curl enforces Content-Length, so only a server
             // that contradicts itself gets here. Never a success.
-            return .report(conclude(.failure(.resume(.lengthChanged(expected: length, received: held)))))
+            return .report(conclude(.failure(.resume(.lengthChanged(expected: length, received: held.count)))))
         }
         let policy = configuration.retryPolicy
         guard configuration.isIdempotent, policy.maximumRetries > 0 else {
-            return .report(conclude(.failure(.resume(.incomplete(held: held, length: length)))))
+            return .report(conclude(.failure(.resume(.incomplete(held: held.count, length: length)))))
         }
         if attempt.appended > 0 {
             countResume(automatic: true)
             return .send(send(.resume))
         }
         guard retries < policy.maximumRetries, let delay = nextRetryDelay(askedFor: nil) else {
-            return .report(conclude(.failure(.resume(.incomplete(held: held, length: length)))))
+            return .report(conclude(.failure(.resume(.incomplete(held: held.count, length: length)))))
         }
         return scheduleRetry(after: delay)
     }

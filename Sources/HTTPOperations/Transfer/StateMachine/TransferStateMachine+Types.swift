@@ -162,56 +162,6 @@ extension TransferStateMachine {
         case failure(Failure)
     }
 
-    /// One transfer's facts.
-    struct Attempt: Equatable {
-        /// Which request of the operation this is, counted from 1 (0 before the first): the
-        /// driver labels each transfer with it, and a late event of an earlier transfer (a
-        /// pause and a resume were taken meanwhile in the caller's thread) is not this one's.
-        var number = 0
-        /// The offset the `Range` it *sent* asked for; nil when it sent none. Never changes
-        /// during the attempt: a 206 is only ever read against what was sent.
-        let sentFrom: Int64?
-        /// The offset its answer is expected to continue from: `sentFrom`, until an answer
-        /// restarts the body from byte 0 (then nil).
-        var rangeFrom: Int64?
-        /// Bytes of this attempt that went to the sink.
-        var appended: Int64 = 0
-        /// One past the last byte a 206's `Content-Range` names: the body may not run past it.
-        var rangeEnd: Int64?
-        /// Where the current response's body goes. `.sink` until a head says otherwise, so
-        /// schemes without heads (file:) write to the sink.
-        var route = BodyRoute.sink
-        /// The status of the last final head, if any.
-        var status: Int?
-        /// Whether the last head had a `Location` (for 3xx).
-        var hasLocation = false
-        /// Bytes of the current response held aside.
-        var asideBytes: Int64 = 0
-        /// The current response is an error answer held aside (not one that may be replaced):
-        /// in memory it may be as large as a memory body.
-        var isErrorAnswer = false
-        /// Why the machine stopped the transfer, which beats curl's word for it.
-        var failure: Failure?
-        /// A 416 said the bytes held are complete.
-        var completeWithoutBody = false
-        /// The range answer named another version than the bytes held: the transfer was
-        /// stopped, and the whole resource is asked for again at once.
-        var versionChanged = false
-        /// The writer was full; curl holds a chunk until it has room.
-        var waitingForWriter = false
-        /// The credential was sent with it (for the challenge's failure count).
-        var sentCredential = false
-        /// Its answer is to be sent again, after at least this many seconds (`Retry-After`,
-        /// 0 when the server named none).
-        var retryAfter: TimeInterval?
-
-        init(sentFrom: Int64? = nil, number: Int = 0) {
-            self.number = number
-            self.sentFrom = sentFrom
-            self.rangeFrom = sentFrom
-        }
-    }
-
     /// What ``pause()`` decided.
     enum PauseAction: Equatable {
         /// Nothing to pause (finished, already paused).

@@ -1,21 +1,9 @@
 import Foundation
 
-/// The rules ``TransferStateMachine`` consults without changing anything: whether a head names
-/// another version than the one held, and whether and when to send again. Read-only, so they
+/// The rules ``TransferStateMachine`` consults without changing anything: whether and when to
+/// send again, and what a held-aside answer ends in. Read-only, so they
 /// live apart from the transitions in `TransferStateMachine.swift`.
 extension TransferStateMachine {
-    /// The refusal when `head` names another version than the one held: its `ETag` or its
-    /// `Last-Modified` differs from the one saved with the bytes held.
-    func validatorMismatch(_ head: ResponseHead) -> Failure? {
-        if let expected = entityTag, let received = head.value(of: "ETag"), received != expected {
-            return .resume(.validatorChanged(expected: expected, received: received))
-        }
-        if let expected = lastModified, let received = head.value(of: "Last-Modified"), received != expected {
-            return .resume(.validatorChanged(expected: expected, received: received))
-        }
-        return nil
-    }
-
     /// Whether a transfer that failed with `error` is sent again: a failure a new connection
     /// may cure, mid-body of a good answer (or while already retrying: the server may be
     /// restarting), or a connection never made when the policy says so; within the policy,
@@ -56,7 +44,7 @@ extension TransferStateMachine {
     /// answer (the HTTPTypes door), one that replaces a body already begun (a retry or resume
     /// answered with an error) would end that body as if it were whole: it fails instead.
     var heldAsideOutcome: Outcome {
-        let replacesABodyBegun = attempt.rangeFrom != nil || held > 0
+        let replacesABodyBegun = attempt.rangeFrom != nil || held.count > 0
         if configuration.everyStatusIsTheBody, replacesABodyBegun, let status = attempt.status {
             return .failure(.resume(.unexpectedStatus(status)))
         }
