@@ -5,10 +5,11 @@ import Synchronization
 import Testing
 
 extension AllTests {
-    /// Defects found by reading the transfer code (issue 13), each shown by a test that failed
-    /// before the transfer became a state machine. Every download is checked by SHA-256 and
-    /// by how many requests the server saw.
-    @Suite struct TransferDefects {
+    /// What is sent again and what is not: a credential through a pause, a drop and a
+    /// redirect; never a POST; pause, resume and start in every state; and the memory limit,
+    /// which is not a file's. Every download is checked by SHA-256 and by how many requests
+    /// the server saw.
+    @Suite struct ResumeAndResendRules {
         static let credential = URLCredential(user: "ada", password: "s3cret", persistence: .none)
 
         private func protectedResource(size: Int, _ configure: (inout ResumableOptions) -> Void = { _ in }) -> (URL, ResumableOptions) {

@@ -4,11 +4,10 @@ import HTTPTestServer
 import Testing
 
 extension AllTests {
-    /// The defects issue 26 found by re-expressing the Swift HTTP client API's conformance
-    /// scenarios against our API, each confirmed on the wire first: a status line that is
-    /// not HTTP, an empty header value, a status outside the usual range, conflicting
-    /// `Content-Length` values.
-    @Suite struct ConformanceDefects {
+    /// The wire's edge cases of the Swift HTTP client API's conformance scenarios, on raw
+    /// replies: a status line that is not HTTP, a status outside the usual range, conflicting
+    /// `Content-Length` values, chunks streamed as they come, an empty header value sent.
+    @Suite struct WireEdgeCases {
         /// Raw replies, by path, written by hand so that they can be wrong on purpose.
         static let server = faultServer { path in
             if path == "/events" {

@@ -6,9 +6,10 @@ import Synchronization
 import Testing
 
 extension AllTests {
-    /// Defects an adversarial review found in the HTTPTypes door (issue 26), each shown by a
-    /// test that failed before its fix.
-    @Suite struct HTTPTypesDoorReview {
+    /// What the HTTPTypes door reports as the answer: the head that began the body, never
+    /// curl's own authentication round, a failure for a body cut short whose retry was an
+    /// error, never an error answer's bytes continued; and the path it was given, encoded.
+    @Suite struct HTTPTypesDoorAnswers {
         typealias Machine = TransferStateMachine
 
         /// A 200 cut short, whose retry is answered with a 500: before, the streamed body ended
