@@ -295,7 +295,7 @@ extension AllTests {
     }
 }
 
-extension AllTests.TransferDefects {
+extension AllTests.ResumeAndResendRules {
     // MARK: - Bodies in memory have a limit
 
     @Test(arguments: [Endpoint.bytes(300_000), .chunked(300_000)])
