@@ -86,6 +86,10 @@ func run(_ operation: HTTPRequestOperation, on queue: OperationQueue? = Operatio
     do {
         try await recorder.done.wait(timeout: timeout)
     } catch {
+        // Where it stood, for a wait that ran out only now and then.
+        print("\(operation) \(operation.request.httpMethod ?? "GET") \(operation.request.url?.absoluteString ?? "?") "
+              + "did not finish in \(timeout): executing \(operation.isExecuting), paused \(operation.isPaused), "
+              + "cancelled \(operation.isCancelled), status \(operation.response?.statusCode ?? 0)")
         operation.cancel()
         throw error
     }
