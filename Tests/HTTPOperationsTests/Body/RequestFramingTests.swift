@@ -101,7 +101,7 @@ extension AllTests {
             var typed = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1:\(server.port)", path: "/submit")
             typed.headerFields[.contentLength] = "0"
             await #expect(throws: SecurityError.self) {
-                _ = try await HTTPRequestOperationManager().perform(typed, body: smuggled)
+                _ = try await HTTPRequestOperationManager().perform(typed, body: .data(smuggled))
             }
             try await Task.sleep(for: .milliseconds(100))
             #expect(seen.all.isEmpty, "the server saw \(seen.all)")

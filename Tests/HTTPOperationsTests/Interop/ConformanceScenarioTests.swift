@@ -136,7 +136,7 @@ extension AllTests {
         /// from a `URL` with a `Data` body.
         @Test func postConvenience() async throws {
             let (response, data) = try await manager.perform(HTTPRequest(method: .post, url: testServer.url(.echo)),
-                                                             body: Data("Hello World".utf8))
+                                                             body: .data(Data("Hello World".utf8)))
             #expect(response.status == .ok)
             let echo = try JSONDecoder().decode(Echo.self, from: data)
             #expect(echo.method == "POST")
@@ -146,7 +146,7 @@ extension AllTests {
         // MARK: - Bodies and encodings
 
         @Test func echoString() async throws {
-            let (response, echo) = try await manager.perform(server(.echo, .post), body: Data("Hello World".utf8), decoding: Echo.self)
+            let (response, echo) = try await manager.perform(server(.echo, .post), body: .data(Data("Hello World".utf8)), decoding: Echo.self)
             #expect(response.status == .ok)
             #expect(echo.body == "Hello World")
         }
@@ -160,7 +160,7 @@ extension AllTests {
 
         @Test func echo1MBBody() async throws {
             let sent = String(repeating: "0123456789", count: 100_000)
-            let (response, echo) = try await manager.perform(server(.echo, .post), body: Data(sent.utf8), decoding: Echo.self)
+            let (response, echo) = try await manager.perform(server(.echo, .post), body: .data(Data(sent.utf8)), decoding: Echo.self)
             #expect(response.status == .ok)
             #expect(echo.body?.count == 1_000_000)
             #expect(echo.body == sent)
@@ -203,7 +203,7 @@ extension AllTests {
         @Test func customHeader() async throws {
             var request = server(.echo, .post)
             request.headerFields[HTTPField.Name("X-Foo")!] = "BARbaz"
-            let (_, echo) = try await manager.perform(request, body: Data("Hello World".utf8), decoding: Echo.self)
+            let (_, echo) = try await manager.perform(request, body: .data(Data("Hello World".utf8)), decoding: Echo.self)
             #expect(echo.headers["x-foo"] == "BARbaz")
         }
 
@@ -252,7 +252,7 @@ extension AllTests {
         /// A 307 keeps the method and the body (the proposal's restartable body, re-sent).
         @Test func redirect307ResendsTheBody() async throws {
             let request = server(.redirectTo(testServer.url(.echo).absoluteString, status: 307), .post)
-            let (response, echo) = try await manager.perform(request, body: Data("again".utf8), decoding: Echo.self)
+            let (response, echo) = try await manager.perform(request, body: .data(Data("again".utf8)), decoding: Echo.self)
             #expect(response.status == .ok)
             #expect(echo.method == "POST")
             #expect(echo.body == "again")

@@ -20,25 +20,25 @@ extension HTTPRequestOperationManager {
     ///
     /// ```swift
     /// let request = HTTPRequest(method: .get, scheme: "https", authority: "example.com", path: "/status")
-    /// let (response, body) = try await manager.perform(request)
+    /// let (response, body) = try await manager.perform(request, collectUpTo: 1 << 20)
     /// if response.status == .ok { ... }
     /// ```
     ///
     /// - Parameters:
     ///   - request: The request. Without a scheme and authority, its path is resolved against
     ///     ``baseURL``.
-    ///   - body: The request body, if any.
+    ///   - body: The request body, if any: `.data(…)`, or one written while the request runs
+    ///     (see ``HTTPRequestBody``).
+    ///   - limit: The most body bytes to collect. A larger body fails the request with
+    ///     ``TransferError`` `.bodyTooLarge` as soon as its length is known (from
+    ///     `Content-Length`, or once the bytes that came pass it), without collecting the rest.
+    ///     Nil: the operation's ``URLConnectionOperation/maximumBodySize``, none by default.
     /// - Returns: The final response (after redirects the manager follows) and its body.
     /// - Throws: ``RequestSerializationError`` when the request names no URL; otherwise the
     ///   operation's error (`URLError`, ``SecurityError``, ``TransferError``, …).
-    public func perform(_ request: HTTPRequest, body: Data? = nil) async throws -> (response: HTTPResponse, body: Data) {
-        try await collect(operation(for: request, body: body.map(HTTPRequestBody.data)))
-    }
-
-    /// Performs `request` with a body that may be written while it runs (see
-    /// ``HTTPRequestBody``), and collects the response body.
-    public func perform(_ request: HTTPRequest, body: HTTPRequestBody) async throws -> (response: HTTPResponse, body: Data) {
-        try await collect(operation(for: request, body: body))
+    public func perform(_ request: HTTPRequest, body: HTTPRequestBody? = nil,
+                        collectUpTo limit: Int? = nil) async throws -> (response: HTTPResponse, body: Data) {
+        try await collect(operation(for: request, body: body), upTo: limit)
     }
 
     /// Performs `request` and hands the response to `responseHandler` as soon as its head
@@ -53,22 +53,9 @@ extension HTTPRequestOperationManager {
     /// }
     /// ```
     ///
-    /// The body need not be read to its end: when the handler returns (or throws) with some of
-    /// it unread, the transfer is cancelled. Cancelling the task cancels it too.
-    ///
-    /// - Returns: What `responseHandler` returned.
-    /// - Throws: The errors of `perform(_:body:)` that come before the head, what the
-    ///   handler throws, and, from the body's loop, a failure after the head (a truncated
-    ///   body).
-    public func perform<Result: Sendable>(_ request: HTTPRequest, body: Data? = nil,
-                                          responseHandler: (HTTPResponse, ResponseBodyStream) async throws -> Result)
-        async throws -> Result {
-        try await streaming(operation(for: request, body: body.map(HTTPRequestBody.data)), to: responseHandler)
-    }
-
-    /// Performs `request` with a body that may be written while the response streams in (see
-    /// ``HTTPRequestBody``): full duplex. The handler gets the response as soon as its head
-    /// arrived, which may be before the body is all written.
+    /// With a body written while the response streams in (see ``HTTPRequestBody``), this is
+    /// full duplex: the handler gets the response as soon as its head arrived, which may be
+    /// before the body is all written.
     ///
     /// ```swift
     /// let body = HTTPRequestBody.restartable { writer in
@@ -79,7 +66,15 @@ extension HTTPRequestOperationManager {
     ///     for try await reply in responseBody { handle(reply) }
     /// }
     /// ```
-    public func perform<Result: Sendable>(_ request: HTTPRequest, body: HTTPRequestBody,
+    ///
+    /// The body need not be read to its end: when the handler returns (or throws) with some of
+    /// it unread, the transfer is cancelled. Cancelling the task cancels it too.
+    ///
+    /// - Returns: What `responseHandler` returned.
+    /// - Throws: The errors of ``perform(_:body:collectUpTo:)`` that come before the head, what
+    ///   the handler throws, and, from the body's loop, a failure after the head (a truncated
+    ///   body).
+    public func perform<Result: Sendable>(_ request: HTTPRequest, body: HTTPRequestBody? = nil,
                                           responseHandler: (HTTPResponse, ResponseBodyStream) async throws -> Result)
         async throws -> Result {
         try await streaming(operation(for: request, body: body), to: responseHandler)
@@ -98,8 +93,9 @@ extension HTTPRequestOperationManager {
         return try await responseHandler(head.httpResponse, stream)
     }
 
-    /// Runs `operation` and returns its response and body.
-    private func collect(_ operation: HTTPRequestOperation) async throws -> (response: HTTPResponse, body: Data) {
+    /// Runs `operation`, collecting at most `limit` body bytes, and returns its response and body.
+    private func collect(_ operation: HTTPRequestOperation, upTo limit: Int?) async throws -> (response: HTTPResponse, body: Data) {
+        if let limit { operation.maximumBodySize = Int64(limit) }
         try await enqueueAndAwait(operation) { if let error = $0.error { throw error } }
         guard let response = operation.httpResponse else {
             // Every HTTP transfer that succeeded has a head; only a scheme without one lacks it.
@@ -111,26 +107,15 @@ extension HTTPRequestOperationManager {
     /// Performs `request` and decodes the response body as JSON into `type`, whatever the
     /// status (check `response.status`: an error answer's body is decoded too).
     ///
+    /// - Parameter limit: The most body bytes to collect, as for ``perform(_:body:collectUpTo:)``.
     /// - Throws: ``ResponseSerializationError`` `.decodingFailed` when the body is not a
-    ///   `Value`, besides the errors of `perform(_:body:)`.
-    public func perform<Value: Decodable & Sendable>(_ request: HTTPRequest, body: Data? = nil, decoding type: Value.Type,
-                                                     using decoder: JSONDecoder = JSONDecoder())
+    ///   `Value`, besides the errors of ``perform(_:body:collectUpTo:)``.
+    public func perform<Value: Decodable & Sendable>(_ request: HTTPRequest, body: HTTPRequestBody? = nil,
+                                                     decoding type: Value.Type, using decoder: JSONDecoder = JSONDecoder(),
+                                                     collectUpTo limit: Int? = nil)
         async throws -> (response: HTTPResponse, value: Value) {
-        try await decoding(operation(for: request, body: body.map(HTTPRequestBody.data)), as: type, using: decoder)
-    }
-
-    /// Performs `request` with a body that may be written while it runs (see
-    /// ``HTTPRequestBody``), and decodes the response body as JSON into `type`.
-    public func perform<Value: Decodable & Sendable>(_ request: HTTPRequest, body: HTTPRequestBody, decoding type: Value.Type,
-                                                     using decoder: JSONDecoder = JSONDecoder())
-        async throws -> (response: HTTPResponse, value: Value) {
-        try await decoding(operation(for: request, body: body), as: type, using: decoder)
-    }
-
-    /// Runs `operation` and decodes its body as JSON into `type`.
-    private func decoding<Value: Decodable & Sendable>(_ operation: HTTPRequestOperation, as type: Value.Type,
-                                                       using decoder: JSONDecoder) async throws -> (response: HTTPResponse, value: Value) {
-        let (response, data) = try await collect(operation)
+        let operation = try operation(for: request, body: body)
+        let (response, data) = try await collect(operation, upTo: limit)
         do {
             return (response, try decoder.decode(type, from: data))
         } catch {
@@ -143,15 +128,11 @@ extension HTTPRequestOperationManager {
     /// every status is a response, every content type a body. Read ``HTTPRequestOperation/httpResponse``
     /// once it finished.
     ///
+    /// - Parameter body: The request body, if any: `.data(…)`, or one written while the
+    ///   request runs (see ``HTTPRequestBody``).
     /// - Throws: ``RequestSerializationError`` `.invalidURL` when `request` names no URL and
     ///   the manager has no ``baseURL`` to resolve its path against.
-    public func httpRequestOperation(for request: HTTPRequest, body: Data? = nil) throws -> HTTPRequestOperation {
-        try operation(for: request, body: body.map(HTTPRequestBody.data))
-    }
-
-    /// An operation for `request` with a body that may be written while it runs (see
-    /// ``HTTPRequestBody``), configured as the one with a `Data` body is.
-    public func httpRequestOperation(for request: HTTPRequest, body: HTTPRequestBody) throws -> HTTPRequestOperation {
+    public func httpRequestOperation(for request: HTTPRequest, body: HTTPRequestBody? = nil) throws -> HTTPRequestOperation {
         try operation(for: request, body: body)
     }
 

@@ -58,6 +58,28 @@ extension AllTests {
             #expect(body.count == 1_000)
         }
 
+        /// `collectUpTo:` bounds the body collected, announced (`Content-Length`) or not
+        /// (chunked): at the limit it is the body, one byte over it a typed error; the
+        /// decoding `perform` takes the same limit.
+        @Test(arguments: [false, true])
+        func aBodyIsCollectedUpToTheLimit(chunked: Bool) async throws {
+            let manager = HTTPRequestOperationManager()
+            let url = testServer.url(chunked ? .chunked(1_000) : .bytes(1_000))
+            let (response, body) = try await manager.perform(request(url), collectUpTo: 1_000)
+            #expect(response.status == .ok)
+            #expect(body == TestServer.pattern(count: 1_000))
+            let error = await #expect(throws: TransferError.self) {
+                try await manager.perform(request(url), collectUpTo: 999)
+            }
+            #expect(error?.code == .bodyTooLarge)
+            struct Echo: Decodable, Sendable { let method: String }
+            let echo = request(testServer.url(.echo))
+            #expect(try await manager.perform(echo, decoding: Echo.self, collectUpTo: 10_000).value.method == "GET")
+            await #expect(throws: TransferError.self) {
+                try await manager.perform(echo, decoding: Echo.self, collectUpTo: 10)
+            }
+        }
+
         /// Every status is an answer: a 404 and a 500 are responses with their bodies, not errors.
         @Test(arguments: [404, 500])
         func everyStatusIsAnAnswer(status: Int) async throws {
@@ -78,7 +100,7 @@ extension AllTests {
                 let headers: [String: String]
                 let body: String?
             }
-            let (response, echo) = try await manager.perform(outgoing, body: Data("hello".utf8), decoding: Echo.self)
+            let (response, echo) = try await manager.perform(outgoing, body: .data(Data("hello".utf8)), decoding: Echo.self)
             #expect(response.status == .ok)
             #expect(echo.method == "PUT")
             #expect(echo.body == "hello")
