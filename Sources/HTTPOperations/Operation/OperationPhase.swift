@@ -3,7 +3,7 @@
 /// `paused` is neither executing nor finished. An `OperationQueue` keeps counting a paused
 /// operation against `maxConcurrentOperationCount`, as it did in AFNetworking 2.0: the
 /// queue started it and it has not finished.
-public enum OperationPhase: Sendable, Equatable {
+enum OperationPhase: Sendable, Equatable {
     /// Not started yet.
     case ready
     /// Started; its transfer is in progress.
@@ -16,7 +16,7 @@ public enum OperationPhase: Sendable, Equatable {
     /// Whether an operation may move from `self` to `next`. An operation's phase is derived
     /// from its transfer's state (it is paused exactly while its transfer holds a pause), and
     /// every change of it is checked against this in debug builds.
-    public func canTransition(to next: OperationPhase) -> Bool {
+    func canTransition(to next: OperationPhase) -> Bool {
         switch (self, next) {
         case (.ready, .executing), (.ready, .finished): true
         case (.executing, .paused), (.executing, .finished): true

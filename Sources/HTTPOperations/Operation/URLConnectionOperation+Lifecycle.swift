@@ -2,7 +2,7 @@ import CoreMetrics
 import Foundation
 import Logging
 
-/// Start, cancel, pause, resume and the outcome: the operation's phase (``OperationPhase``,
+/// Start, cancel, pause, resume and the outcome: the operation's phase (`OperationPhase`,
 /// derived from its ``TransferStateMachine``; see ``State``) and what Foundation is told of it.
 extension URLConnectionOperation {
     /// Whether the operation is paused: started, holding its transfer, not finished.

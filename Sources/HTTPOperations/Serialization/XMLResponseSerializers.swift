@@ -75,7 +75,8 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
             throw ResponseSerializationError(.invalidXML(detail: problem.description), response: response, data: data)
         }
         if let problem = WellFormedness.problem(in: bytes) {
-            throw ResponseSerializationError(.invalidXML(detail: problem), response: response, data: data)
+            throw ResponseSerializationError(.invalidXML(detail: problem.detail), response: response, data: data,
+                                             underlying: problem.parserError)
         }
         do {
             return try XMLDocument(data: bytes, options: options)
@@ -91,19 +92,33 @@ final class WellFormedness: NSObject, XMLParserDelegate {
     private var depth = 0
     private var roots = 0
 
-    /// A description of what is wrong with `data` as XML, or nil when it is well-formed.
-    static func problem(in data: Data) -> String? {
+    /// What is wrong with a document: said in words, and the parser's own error when it
+    /// raised one (kept as the serialization error's underlying error).
+    struct Problem {
+        let detail: String
+        let parserError: (any Error)?
+    }
+
+    /// What is wrong with `data` as XML, or nil when it is well-formed.
+    static func problem(in data: Data) -> Problem? {
         let check = WellFormedness()
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
         parser.delegate = check
         let parsed = parser.parse()
-        if let error = parser.parserError { return "\(error)" }
-        if !parsed { return "the parser stopped" }
-        if check.roots == 0 { return "there is no root element" }
-        if check.roots > 1 { return "there is more than one root element" }
-        if check.depth != 0 { return "an element is not closed" }
-        return nil
+        if let error = parser.parserError { return Problem(detail: "\(error)", parserError: error) }
+        let detail: String? = if !parsed {
+            "the parser stopped"
+        } else if check.roots == 0 {
+            "there is no root element"
+        } else if check.roots > 1 {
+            "there is more than one root element"
+        } else if check.depth != 0 {
+            "an element is not closed"
+        } else {
+            nil
+        }
+        return detail.map { Problem(detail: $0, parserError: nil) }
     }
 
     func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,

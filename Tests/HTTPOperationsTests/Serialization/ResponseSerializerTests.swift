@@ -98,6 +98,12 @@ extension AllTests {
                     try XMLDocumentResponseSerializer().responseObject(for: response, data: Data(malformed.utf8))
                 }
             }
+            // Where the parser raised an error, it is the underlying one, not only its words.
+            let mismatched = #expect(throws: ResponseSerializationError.self) {
+                try XMLDocumentResponseSerializer().responseObject(for: response, data: Data("<a></b>".utf8))
+            }
+            #expect(mismatched?.code == .invalidXML)
+            #expect(mismatched?.underlyingError is NSError, "\(String(describing: mismatched?.underlyingError))")
             #expect(throws: ResponseValidationError.self) {
                 try XMLParserResponseSerializer().responseObject(for: httpResponse(contentType: "application/json"), data: body)
             }
