@@ -86,10 +86,7 @@ func run(_ operation: HTTPRequestOperation, on queue: OperationQueue? = Operatio
     do {
         try await recorder.done.wait(timeout: timeout)
     } catch {
-        // Where it stood, for a wait that ran out only now and then.
-        print("\(operation) \(operation.request.httpMethod ?? "GET") \(operation.request.url?.absoluteString ?? "?") "
-              + "did not finish in \(timeout): executing \(operation.isExecuting), paused \(operation.isPaused), "
-              + "cancelled \(operation.isCancelled), status \(operation.response?.statusCode ?? 0)")
+        printWhereItStood(operation, after: timeout)
         operation.cancel()
         throw error
     }
@@ -128,7 +125,26 @@ func waitUntilFinished(_ operation: Operation, timeout: Duration = .seconds(20))
     let watcher = BlockOperation { finished.fire() }
     watcher.addDependency(operation)
     finishWatchers.addOperation(watcher)
-    try await finished.wait(timeout: timeout)
+    do {
+        try await finished.wait(timeout: timeout)
+    } catch {
+        printWhereItStood(operation, after: timeout)
+        print("  its watcher: ready \(watcher.isReady), executing \(watcher.isExecuting), finished \(watcher.isFinished)")
+        throw error
+    }
+}
+
+/// Prints where `operation` stood when a wait for it ran out: a wait that runs out only now
+/// and then says whether the operation had finished (and its watcher missed it) or not.
+func printWhereItStood(_ operation: Operation, after timeout: Duration) {
+    var line = "\(operation) not seen finished after \(timeout): finished \(operation.isFinished), "
+        + "executing \(operation.isExecuting), cancelled \(operation.isCancelled)"
+    if let connection = operation as? URLConnectionOperation {
+        line += ", paused \(connection.isPaused), \(connection.request.httpMethod ?? "GET") "
+            + "\(connection.request.url?.absoluteString ?? "?"), status \((connection.response as? HTTPURLResponse)?.statusCode ?? 0), "
+            + "error \(connection.error.map { "\($0)" } ?? "none")"
+    }
+    print(line)
 }
 
 /// Runs the watchers of ``waitUntilFinished(_:timeout:)``; each only fires a signal.
