@@ -67,4 +67,3 @@ extension DependencyError: HTTPOperationsError {
     public var underlyingError: (any Error)? { underlying }
 }
 
-extension UnsupportedResumeDataVersion: HTTPOperationsError {}

@@ -3,8 +3,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Why a resumed download was refused rather than spliced. Nothing was appended; the bytes
-/// already held are intact.
+/// Why a resumed download was refused rather than spliced, or why saved resume data cannot be
+/// read. Nothing was appended; the bytes already held are intact.
 public struct ResumeError: Error, Sendable, CustomStringConvertible {
     /// The kinds of ``ResumeError``.
     public typealias Code = ErrorCode<ResumeError>
@@ -24,6 +24,7 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
             case incomplete(held: Int64, length: Int64)
             case unexpectedStatus(Int)
             case bodyExceedsContentRange(last: Int64)
+            case unsupportedResumeDataVersion(found: Int, readable: Int)
         }
 
         let kind: Kind
@@ -79,6 +80,12 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
             Reason(kind: .bodyExceedsContentRange(last: last))
         }
 
+        /// Resume data written by a version of the library whose format this one does not
+        /// read: `found` is its format version, `readable` the one this library reads.
+        public static func unsupportedResumeDataVersion(found: Int, readable: Int) -> Reason {
+            Reason(kind: .unsupportedResumeDataVersion(found: found, readable: readable))
+        }
+
         /// The kind, without the values.
         public var code: Code {
             switch kind {
@@ -92,6 +99,7 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
             case .incomplete: .incomplete
             case .unexpectedStatus: .unexpectedStatus
             case .bodyExceedsContentRange: .bodyExceedsContentRange
+            case .unsupportedResumeDataVersion: .unsupportedResumeDataVersion
             }
         }
 
@@ -118,6 +126,8 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
                 "the server answered the range with \(status), which is neither part of the resource (206) nor all of it (200)"
             case .bodyExceedsContentRange(let last):
                 "the 206 response's body runs past byte \(last), the last its Content-Range names"
+            case .unsupportedResumeDataVersion(let found, let readable):
+                "the resume data's format is version \(found); this library reads version \(readable)"
             }
         }
     }
@@ -163,4 +173,6 @@ extension ErrorCode where Domain == ResumeError {
     public static var unexpectedStatus: Self { Self("unexpectedStatus") }
     /// See ``ResumeError/Reason/bodyExceedsContentRange(last:)``.
     public static var bodyExceedsContentRange: Self { Self("bodyExceedsContentRange") }
+    /// See ``ResumeError/Reason/unsupportedResumeDataVersion(found:readable:)``.
+    public static var unsupportedResumeDataVersion: Self { Self("unsupportedResumeDataVersion") }
 }

@@ -61,11 +61,11 @@ public struct ResumeData: Codable, Sendable, Equatable {
     /// Reads resume data saved by ``encoded()``.
     ///
     /// - Throws: `DecodingError` for bytes that are not resume data, or
-    ///   ``UnsupportedResumeDataVersion`` for a format this version cannot read.
+    ///   ``ResumeError`` `.unsupportedResumeDataVersion` for a format this version cannot read.
     public init(from data: Data) throws {
         let decoded = try JSONDecoder().decode(ResumeData.self, from: data)
         guard decoded.version == Self.currentVersion else {
-            throw UnsupportedResumeDataVersion(version: decoded.version, readableVersion: Self.currentVersion)
+            throw ResumeError(.unsupportedResumeDataVersion(found: decoded.version, readable: Self.currentVersion))
         }
         self = decoded
     }

@@ -57,7 +57,7 @@ extension AllTests {
                 "scheme": ("SecurityError", "schemeNotAllowed", "ftp://127.0.0.1/file", nil),
                 "dependency": ("DependencyError", "dependencyFailed", "/status/500", "ResponseValidationError"),
                 "resume": ("ResumeError", "rangeStartMismatch", "/bytes/10", nil),
-                "resume data": ("UnsupportedResumeDataVersion", "unsupportedResumeDataVersion", nil, nil),
+                "resume data": ("ResumeError", "unsupportedResumeDataVersion", nil, nil),
             ]
             for (kind, error) in found {
                 let want = try #require(expected[kind])

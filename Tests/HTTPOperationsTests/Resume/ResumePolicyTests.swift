@@ -58,7 +58,9 @@ extension AllTests {
             #expect(try ResumeData(from: try data.encoded()) == data)
             var future = data
             future.version = 99
-            #expect(throws: UnsupportedResumeDataVersion.self) { try ResumeData(from: try JSONEncoder().encode(future)) }
+            let unreadable = #expect(throws: ResumeError.self) { try ResumeData(from: try JSONEncoder().encode(future)) }
+            #expect(unreadable?.code == .unsupportedResumeDataVersion)
+            #expect(unreadable?.reason == .unsupportedResumeDataVersion(found: 99, readable: ResumeData.currentVersion))
             #expect(throws: DecodingError.self) { try ResumeData(from: Data("{}".utf8)) }
         }
 
