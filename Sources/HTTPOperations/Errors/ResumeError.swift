@@ -9,9 +9,10 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
     /// The kinds of ``ResumeError``.
     public typealias Code = ErrorCode<ResumeError>
 
-    /// What was wrong with the server's answer, with the values it named. Compare with the
-    /// static members (`error.reason == .rangeStartMismatch(expected: 100, received: 200)`),
-    /// or compare ``code`` to ignore the values.
+    /// What was wrong with the server's answer (or with saved resume data), with the values it
+    /// named. Compare with the static members
+    /// (`error.reason == .rangeStartMismatch(expected: 100, received: 200)`), or compare
+    /// ``code`` to ignore the values.
     public struct Reason: Sendable, Hashable, CustomStringConvertible {
         enum Kind: Sendable, Hashable {
             case rangeStartMismatch(expected: Int64, received: Int64)
@@ -148,7 +149,10 @@ public struct ResumeError: Error, Sendable, CustomStringConvertible {
 
     /// A sentence saying what was refused and why.
     public var description: String {
-        "Resume refused: \(reason). Nothing was appended; the bytes already held are intact."
+        if reason.code == .unsupportedResumeDataVersion {
+            return "Resume data refused: \(reason). Nothing was read from it."
+        }
+        return "Resume refused: \(reason). Nothing was appended; the bytes already held are intact."
     }
 }
 

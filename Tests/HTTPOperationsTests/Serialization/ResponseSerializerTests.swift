@@ -103,7 +103,8 @@ extension AllTests {
                 try XMLDocumentResponseSerializer().responseObject(for: response, data: Data("<a></b>".utf8))
             }
             #expect(mismatched?.code == .invalidXML)
-            #expect(mismatched?.underlyingError is NSError, "\(String(describing: mismatched?.underlyingError))")
+            #expect((mismatched?.underlyingError as? NSError)?.domain == XMLParser.errorDomain,
+                    "\(String(describing: mismatched?.underlyingError))")
             #expect(throws: ResponseValidationError.self) {
                 try XMLParserResponseSerializer().responseObject(for: httpResponse(contentType: "application/json"), data: body)
             }

@@ -81,6 +81,22 @@ extension AllTests.TransferStateMachineTests {
         #expect(growing.held.count == 1000)
     }
 
+    /// The limit is on a body, and some answers have none whatever their `Content-Length`
+    /// says (RFC 9110 §8.6): the answer to a HEAD (the length of the GET's body), a 304 and
+    /// a 204, which reach the caller where every status is an answer.
+    @Test func anAnswerWithoutABodyIsNeverTooLarge() {
+        var head = Self.machine { $0.maximumBodySize = 10; $0.expectsBody = false }
+        _ = head.begin(held: 0)
+        #expect(head.headReceived(Self.head(200, ("Content-Length", "1000"))) == .deliver(restartFromZero: false, newIdentity: true))
+        #expect(head.transferCompleted(error: nil) == .report(.success))
+        for status in [204, 304] {
+            var machine = Self.machine { $0.maximumBodySize = 10; $0.everyStatusIsTheBody = true }
+            _ = machine.begin(held: 0)
+            #expect(machine.headReceived(Self.head(status, ("Content-Length", "1000"))) != .abort, "\(status)")
+            #expect(machine.transferCompleted(error: nil) != .report(.failure(.bodyTooLarge(limit: 10))), "\(status)")
+        }
+    }
+
     @Test func aFullWriterHoldsTheChunkUntilItCatchesUp() {
         var machine = Self.machine()
         _ = machine.begin(held: 0)

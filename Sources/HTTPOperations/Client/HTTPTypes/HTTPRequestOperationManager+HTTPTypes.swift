@@ -29,10 +29,12 @@ extension HTTPRequestOperationManager {
     ///     ``baseURL``.
     ///   - body: The request body, if any: `.data(…)`, or one written while the request runs
     ///     (see ``HTTPRequestBody``).
-    ///   - limit: The most body bytes to collect. A larger body fails the request with
-    ///     ``TransferError`` `.bodyTooLarge` as soon as its length is known (from
-    ///     `Content-Length`, or once the bytes that came pass it), without collecting the rest.
-    ///     Nil: the operation's ``URLConnectionOperation/maximumBodySize``, none by default.
+    ///   - limit: The most body bytes to collect, decoded, whatever the status. A larger body
+    ///     fails the request with ``TransferError`` `.bodyTooLarge`: on the wire as soon as its
+    ///     length is known (from `Content-Length`, or once the bytes that came pass it),
+    ///     without collecting the rest; an answer from the cache once read. At most the
+    ///     operation's own ``URLConnectionOperation/maximumBodySize`` (512 MiB unless the
+    ///     manager's `operationFactory` set another), which nil leaves as it is.
     /// - Returns: The final response (after redirects the manager follows) and its body.
     /// - Throws: ``RequestSerializationError`` when the request names no URL; otherwise the
     ///   operation's error (`URLError`, ``SecurityError``, ``TransferError``, …).
@@ -95,19 +97,26 @@ extension HTTPRequestOperationManager {
 
     /// Runs `operation`, collecting at most `limit` body bytes, and returns its response and body.
     private func collect(_ operation: HTTPRequestOperation, upTo limit: Int?) async throws -> (response: HTTPResponse, body: Data) {
-        if let limit { operation.maximumBodySize = Int64(limit) }
+        if let limit { operation.maximumBodySize = min(Int64(max(0, limit)), operation.maximumBodySize ?? .max) }
         try await enqueueAndAwait(operation) { if let error = $0.error { throw error } }
         guard let response = operation.httpResponse else {
             // Every HTTP transfer that succeeded has a head; only a scheme without one lacks it.
             throw URLError(.badServerResponse, url: operation.request.url, description: "The answer had no HTTP head.")
         }
-        return (response, operation.responseData ?? Data())
+        let body = operation.responseData ?? Data()
+        // A body that never met the transfer's limit: an answer from the cache, or one held
+        // aside (a redirect the block refused, a retryable status whose wait is too long).
+        if let limit, body.count > limit {
+            throw TransferError(.bodyTooLarge, url: operation.request.url,
+                                detail: "The response body (\(body.count) bytes) is larger than collectUpTo (\(limit) bytes)")
+        }
+        return (response, body)
     }
 
     /// Performs `request` and decodes the response body as JSON into `type`, whatever the
-    /// status (check `response.status`: an error answer's body is decoded too).
+    /// status (check `response.status`: an error answer's body is decoded too). The request,
+    /// its body and the limit are as for ``perform(_:body:collectUpTo:)``; `decoder` decodes.
     ///
-    /// - Parameter limit: The most body bytes to collect, as for ``perform(_:body:collectUpTo:)``.
     /// - Throws: ``ResponseSerializationError`` `.decodingFailed` when the body is not a
     ///   `Value`, besides the errors of ``perform(_:body:collectUpTo:)``.
     public func perform<Value: Decodable & Sendable>(_ request: HTTPRequest, body: HTTPRequestBody? = nil,
@@ -126,10 +135,8 @@ extension HTTPRequestOperationManager {
     /// An operation for `request`, configured like ``httpRequestOperation(with:success:failure:)``
     /// (add dependencies, pause it, subclass the factory) but answering as this door does:
     /// every status is a response, every content type a body. Read ``HTTPRequestOperation/httpResponse``
-    /// once it finished.
+    /// once it finished. The request and its body are as for ``perform(_:body:collectUpTo:)``.
     ///
-    /// - Parameter body: The request body, if any: `.data(…)`, or one written while the
-    ///   request runs (see ``HTTPRequestBody``).
     /// - Throws: ``RequestSerializationError`` `.invalidURL` when `request` names no URL and
     ///   the manager has no ``baseURL`` to resolve its path against.
     public func httpRequestOperation(for request: HTTPRequest, body: HTTPRequestBody? = nil) throws -> HTTPRequestOperation {

@@ -115,7 +115,9 @@ extension TransferStateMachine.Attempt {
         }
         route = .sink
         let newIdentity = held.wholeAnswer(head)
-        if let limit = configuration.maximumBodySize, let length = head.decodedContentLength, length > limit {
+        // A HEAD's, a 204's or a 304's `Content-Length` is no body's (RFC 9110 §8.6).
+        let hasBody = configuration.expectsBody && head.statusCode != 204 && head.statusCode != 304
+        if hasBody, let limit = configuration.maximumBodySize, let length = head.decodedContentLength, length > limit {
             return abort(.bodyTooLarge(limit: limit))
         }
         return .deliver(restartFromZero: restart, newIdentity: newIdentity)

@@ -80,6 +80,28 @@ extension AllTests {
             }
         }
 
+        /// The limit holds for every answer the door collects: an error answer's body (the
+        /// door's answer too), an answer from the cache, and a later `perform` without a limit
+        /// is not held to it. A HEAD has no body, whatever its `Content-Length` says.
+        @Test func theLimitHoldsForEveryAnswerWithABody() async throws {
+            let manager = HTTPRequestOperationManager()
+            manager.defaultConfiguration.cache = try HTTPCache()
+            let explained = request(testServer.url(.jsonStatus(404)))
+            let error = await #expect(throws: TransferError.self) { try await manager.perform(explained, collectUpTo: 10) }
+            #expect(error?.code == .bodyTooLarge)
+            #expect(try await manager.perform(explained).response.status.code == 404)
+            let stored = request(testServer.url(.cacheable(key: "limit-\(UUID())", cacheControl: "max-age=600")))
+            let (_, first) = try await manager.perform(stored)
+            #expect(first.count > 3)
+            let fromCache = await #expect(throws: TransferError.self) { try await manager.perform(stored, collectUpTo: 3) }
+            #expect(fromCache?.code == .bodyTooLarge)
+            #expect(try await manager.perform(stored, collectUpTo: first.count).body == first)
+            let (head, nothing) = try await manager.perform(request(testServer.url(.bytes(1_000)), .head), collectUpTo: 10)
+            #expect(head.status == .ok)
+            #expect(head.headerFields[.contentLength] == "1000")
+            #expect(nothing.isEmpty)
+        }
+
         /// Every status is an answer: a 404 and a 500 are responses with their bodies, not errors.
         @Test(arguments: [404, 500])
         func everyStatusIsAnAnswer(status: Int) async throws {
