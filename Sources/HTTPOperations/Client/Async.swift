@@ -29,8 +29,8 @@ extension HTTPRequestOperation {
     }
 
     /// The operation's error, or what its serializer made as a `Value`. The Foundation response
-    /// is built only for an error that reports it: building one for every awaited request cost
-    /// a sixth of a small GET's CPU.
+    /// is built only for an error that reports it: building one is a costly part of an awaited
+    /// small request (Docs/Performance.md, "The async doors").
     func typedValue<Value>(as type: Value.Type) throws -> Value {
         if let error { throw error }
         return try typedResponseObject(responseObject, as: type, response: response, data: nil)
@@ -75,8 +75,8 @@ extension HTTPRequestOperationManager {
     }
 
     /// Enqueues `operation` once its observer is in place, in the awaiting task (an
-    /// unstructured task per request to wait beside it cost about a third more CPU per small
-    /// GET), and returns what `read` makes of it once finished.
+    /// unstructured task per request to wait beside it would cost more than the wait itself),
+    /// and returns what `read` makes of it once finished.
     func enqueueAndAwait<Value: Sendable>(_ operation: HTTPRequestOperation,
                                           reading read: @escaping @Sendable (HTTPRequestOperation) throws -> Value) async throws -> Value {
         try await operation.outcome(startingWith: { self.enqueue(operation) }, reading: read)

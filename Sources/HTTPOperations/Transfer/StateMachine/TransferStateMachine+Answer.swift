@@ -4,11 +4,6 @@ import Foundation
 /// bytes held are continued, started again or refused. The attempt's own facts change here;
 /// the bytes held change only through ``TransferStateMachine/HeldContent``'s transitions.
 extension TransferStateMachine.Attempt {
-    typealias HeldContent = TransferStateMachine.HeldContent
-    typealias Configuration = TransferStateMachine.Configuration
-    typealias HeadAction = TransferStateMachine.HeadAction
-    typealias Failure = TransferStateMachine.Failure
-
     /// Reads a final head (its status already checked and recorded by ``headArrived(status:)``):
     /// an answer to the `Range` it sent, or to a request for the whole resource.
     mutating func read(_ head: ResponseHead, held: inout HeldContent, metrics: inout DownloadMetrics,

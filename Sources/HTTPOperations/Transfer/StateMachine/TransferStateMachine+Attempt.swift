@@ -54,6 +54,13 @@ extension TransferStateMachine {
 }
 
 extension TransferStateMachine.Attempt {
+    // The machine's types, named as the attempt's transitions use them.
+    typealias HeldContent = TransferStateMachine.HeldContent
+    typealias Configuration = TransferStateMachine.Configuration
+    typealias HeadAction = TransferStateMachine.HeadAction
+    typealias BodyAction = TransferStateMachine.BodyAction
+    typealias Failure = TransferStateMachine.Failure
+
     /// A final head with `status` arrived: what the answer before it said is gone (curl may
     /// answer an authentication challenge itself on the same transfer, so one attempt can
     /// read several final heads).
@@ -70,9 +77,8 @@ extension TransferStateMachine.Attempt {
     /// `count` body bytes of the current answer arrived, bound where its head sent them; the
     /// sink's bytes are `held`. `admission` asks the sink whether it can take them now; it is
     /// asked only for bytes bound for the sink.
-    mutating func admit(_ count: Int64, held: inout TransferStateMachine.HeldContent,
-                        configuration: TransferStateMachine.Configuration,
-                        admission: () -> BodyWriter.Admission) -> TransferStateMachine.BodyAction {
+    mutating func admit(_ count: Int64, held: inout HeldContent, configuration: Configuration,
+                        admission: () -> BodyWriter.Admission) -> BodyAction {
         switch route {
         case .aside:
             // In memory an error answer's body becomes the body: a memory body's limit. Else
