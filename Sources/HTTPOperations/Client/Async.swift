@@ -83,10 +83,10 @@ extension HTTPRequestOperationManager {
     }
 
     /// Runs `request` with the manager's settings and `serializer`, and returns its value as a `T`.
-    private func perform<T: Sendable>(_ request: URLRequest, serializer: any URLResponseSerialization,
-                                      as type: T.Type) async throws -> T {
+    private func perform<T: Decodable & Sendable>(_ request: URLRequest, serializer: DecodableResponseSerializer<T>,
+                                                  as type: T.Type) async throws -> T {
         let operation = httpRequestOperation(with: request, success: nil, failure: nil)
-        operation.responseSerializer = serializer
+        operation.setResponseSerializer(ChosenResponseSerializer(own: serializer))
         return try await run(operation, as: type)
     }
 

@@ -41,8 +41,8 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
 
     /// The manager's settings, behind one lock.
     struct Settings {
-        var requestSerializer = HTTPRequestSerializer()
-        var responseSerializer: any URLResponseSerialization = JSONResponseSerializer()
+        var requestSerializer: any URLRequestSerialization = HTTPRequestSerializer()
+        var responseSerializer = ChosenResponseSerializer(own: JSONResponseSerializer())
         /// What every operation the manager configures gets, as one shared copy (see
         /// `configure`): ``defaultConfiguration``, beside defaults for the rest.
         var forOperations = SharedSettings.defaults
@@ -109,15 +109,22 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     // MARK: - Settings
 
     /// Builds requests. Default: an ``HTTPRequestSerializer`` (query or form body).
-    public var requestSerializer: HTTPRequestSerializer {
+    ///
+    /// Serializers are values: to change a setting, change a copy and set it back
+    /// (`var serializer = HTTPRequestSerializer(bodyEncoding: .json())`, then
+    /// `serializer.setValue(…)`, then `manager.requestSerializer = serializer`).
+    public var requestSerializer: any URLRequestSerialization {
         get { settings.withLock { $0.requestSerializer } }
         set { settings.withLock { $0.requestSerializer = newValue } }
     }
 
     /// Validates and decodes responses. Default: a ``JSONResponseSerializer``.
     public var responseSerializer: any URLResponseSerialization {
-        get { settings.withLock { $0.responseSerializer } }
-        set { settings.withLock { $0.responseSerializer = newValue } }
+        get { settings.withLock { $0.responseSerializer.serializer } }
+        set {
+            let chosen = ChosenResponseSerializer(newValue)
+            settings.withLock { $0.responseSerializer = chosen }
+        }
     }
 
     /// What every operation the manager makes from now on starts with: completion queue and
@@ -240,7 +247,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// Gives `operation` this manager's serializer, policy, credential, queue and blocks.
     func configure(_ operation: HTTPRequestOperation, success: Success?, failure: Failure?) {
         let settings = settings.withLock { $0 }
-        operation.responseSerializer = settings.responseSerializer
+        operation.setResponseSerializer(settings.responseSerializer)
         // One lock for what goes to the operation's settings.
         operation.state.withLock { state in
             // The tracer is the state's, beside the settings (see `SpanParent`).
@@ -320,6 +327,9 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         }
     }
 
+    /// The timeout a `URLRequest` starts with (60 s).
+    private static let foundationsTimeout = URLRequest(url: URL(fileURLWithPath: "/")).timeoutInterval
+
     /// The request for a verb method, from the request serializer.
     func makeRequest(_ method: String, _ urlString: String, parameters: Any?,
                      body: ((MultipartFormData) throws -> Void)? = nil) throws -> URLRequest {
@@ -332,7 +342,8 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         } else {
             request = try serializer.request(method: method, urlString: url, parameters: parameters)
         }
-        if let timeout, serializer.timeoutInterval == nil {
+        // A serializer that set a timeout keeps its own: the request no longer has Foundation's.
+        if let timeout, request.timeoutInterval == Self.foundationsTimeout {
             request.timeoutInterval = timeout
         }
         return request

@@ -40,7 +40,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     struct HTTPState: @unchecked Sendable {
         // @unchecked: `responseObject` is whatever the serializer made (JSON objects are
         // `Any`); it is written once on the completion queue and read after.
-        var responseSerializer: any URLResponseSerialization = HTTPResponseSerializer()
+        var responseSerializer = ChosenResponseSerializer.data
         var responseObject: Any?
         var success: SuccessBlock?
         var failure: FailureBlock?
@@ -52,8 +52,16 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// Validates and decodes the response. Default: an ``HTTPResponseSerializer`` that accepts
     /// status codes 200–299 and returns the body as `Data`.
     public var responseSerializer: any URLResponseSerialization {
-        get { state.withLock { $0.http.responseSerializer } }
-        set { state.withLock { $0.http.responseSerializer = newValue } }
+        get { state.withLock { $0.http.responseSerializer.serializer } }
+        set {
+            let chosen = ChosenResponseSerializer(newValue)
+            state.withLock { $0.http.responseSerializer = chosen }
+        }
+    }
+
+    /// Sets a serializer whose kind is already known (the manager's, one of the library's own).
+    func setResponseSerializer(_ chosen: ChosenResponseSerializer) {
+        state.withLock { $0.http.responseSerializer = chosen }
     }
 
     /// What ``responseSerializer`` made of the response; nil until the operation finished.
@@ -76,18 +84,18 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// Serializes the response, records the outcome and runs the success or failure block.
     open override func processResponse() {
         super.processResponse()
-        let serializer = state.withLock { $0.http.responseSerializer }
+        let chosen = state.withLock { $0.http.responseSerializer }
         var failure = error
         var object: Any?
         if failure == nil {
             do {
-                object = try serializedObject(with: serializer)
+                object = try serializedObject(with: chosen)
             } catch {
                 failure = error
                 state.withLock { $0.error = error }
                 // A 4xx or 5xx body often explains itself: keep it decoded when it decodes.
-                if error is ResponseValidationError, let http = serializer as? HTTPResponseSerializer {
-                    object = try? http.decode(response: super.response, data: responseData)
+                if error is ResponseValidationError, let validating = chosen.serializer as? any ValidatingResponseSerializer {
+                    object = try? validating.decode(response: super.response, data: responseData)
                 }
             }
         }
@@ -107,12 +115,12 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// response head, which spares building the `HTTPURLResponse` (see
     /// HeadOnlySerialization.swift); whatever they do not accept that way, and every other
     /// serializer, gets the built response.
-    private func serializedObject(with serializer: any URLResponseSerialization) throws -> Any? {
+    private func serializedObject(with chosen: ChosenResponseSerializer) throws -> Any? {
         let data = responseData
-        if let stock = serializer as? HTTPResponseSerializer, let head = unbuiltResponseHead,
-           let accepted = stock.objectAcceptedFromHead(head, data: data) {
+        if let judge = chosen.headJudge, let head = unbuiltResponseHead,
+           let accepted = judge.objectAcceptedFromHead(head, data: data) {
             return accepted.value
         }
-        return try serializer.responseObject(for: super.response, data: data)
+        return try chosen.serializer.responseObject(for: super.response, data: data)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// Tries several serializers in order: the first that accepts the response (validates and
 /// decodes) wins; when none does, the error lists every one's reason.
-public final class CompoundResponseSerializer: URLResponseSerialization {
+public struct CompoundResponseSerializer: URLResponseSerialization {
     /// The serializers, in the order they are tried.
     public let serializers: [any URLResponseSerialization]
 

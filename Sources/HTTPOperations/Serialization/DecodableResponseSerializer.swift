@@ -24,24 +24,24 @@ extension Optional: EmptyResponseDecodable {
 /// `text/javascript` (an empty body needs none). An empty body is `T.emptyValue` for a
 /// response to HEAD or with status 204 or 205 when `T` is ``EmptyResponseDecodable`` (an
 /// `Optional`, or ``EmptyResponse``); otherwise it is an error.
-public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerializer, HeadOnlyDecoding, @unchecked Sendable {
-    // @unchecked Sendable: `decoder` is only read after init, and JSONDecoder.decode does not
-    // change it.
-
-    /// The decoder; configure it before first use.
+public struct DecodableResponseSerializer<T: Decodable>: ValidatingResponseSerializer, HeadOnlyDecoding {
+    /// The status codes that pass validation. Default 200–299.
+    public var acceptableStatusCodes = IndexSet(integersIn: 200..<300)
+    /// The MIME types that pass validation, compared case-insensitively. Default
+    /// ``JSONResponseSerializer/jsonContentTypes``.
+    public var acceptableContentTypes: Set<String>? = JSONResponseSerializer.jsonContentTypes
+    /// The decoder; configure it before the serializer is first used.
     public let decoder: JSONDecoder
 
     /// Creates a serializer decoding with `decoder`.
     public init(decoder: JSONDecoder = JSONDecoder()) {
         self.decoder = decoder
-        super.init()
-        acceptableContentTypes = JSONResponseSerializer.jsonContentTypes
     }
 
     /// Decodes `T` from the body, without validating the response.
     ///
     /// - Throws: ``ResponseSerializationError`` with `.decodingFailed` or `.emptyBody`.
-    public override func decode(response: URLResponse?, data: Data?) throws -> Any? {
+    public func decode(response: URLResponse?, data: Data?) throws -> Any? {
         guard let data, !data.isEmpty else {
             let status = (response as? HTTPURLResponse)?.statusCode
             var emptyAllowed = status == 204 || status == 205
@@ -60,7 +60,7 @@ public final class DecodableResponseSerializer<T: Decodable>: HTTPResponseSerial
 
     /// The value for `response` and `data`, typed.
     ///
-    /// - Throws: As ``HTTPResponseSerializer/responseObject(for:data:)``.
+    /// - Throws: As ``URLResponseSerialization/responseObject(for:data:)``.
     public func value(for response: URLResponse?, data: Data?) throws -> T {
         try typedResponseObject(try responseObject(for: response, data: data), as: T.self, response: response, data: data)
     }

@@ -3,31 +3,21 @@ import Foundation
 /// Accepting a response from its head, without building an `HTTPURLResponse`.
 ///
 /// `HTTPURLResponse.init` canonicalises every header name with Foundation's string APIs; on a
-/// small GET that cost more CPU than everything else we do per request (perf: 17% of the
-/// process). The library's own serializers need only the status code and MIME type to
-/// validate, and read the response only to describe an error. So for exactly them — not for
-/// subclasses, which may read anything — an operation first tries to accept the response from
-/// its head. Anything else (a refusal, a decoding error, a user's serializer) takes the
-/// ordinary path with the built response, which gives the authoritative answer and error;
-/// so this path can only say yes where the ordinary one says yes too.
-extension HTTPResponseSerializer {
-    /// The library's serializers whose decoding reads the response only to describe an error.
-    private static let headOnlyTypes: Set<ObjectIdentifier> = [
-        ObjectIdentifier(HTTPResponseSerializer.self), ObjectIdentifier(JSONResponseSerializer.self),
-        ObjectIdentifier(PropertyListResponseSerializer.self), ObjectIdentifier(XMLParserResponseSerializer.self),
-        ObjectIdentifier(XMLDocumentResponseSerializer.self), ObjectIdentifier(ImageResponseSerializer.self),
-    ]
+/// small GET that cost more CPU than everything else we do per request (Docs/Performance.md).
+/// The library's own serializers need only the status code and MIME type to validate, and
+/// read the response only to describe an error. So for exactly them (they are marked
+/// ``HeadOnlyDecoding``, which no other module can adopt) an operation first tries to accept
+/// the response from its head. Anything else (a refusal, a decoding error, a user's
+/// serializer) takes the ordinary path with the built response, which gives the
+/// authoritative answer and error; so this path can only say yes where the ordinary one
+/// says yes too.
+protocol HeadOnlyDecoding: ValidatingResponseSerializer {}
 
-    /// Whether serializers of `type` are the library's own (not a subclass) and can judge a
-    /// response from its head: read once per serializer, into ``judgesFromHead``.
-    static func judgesFromHead(_ type: HTTPResponseSerializer.Type) -> Bool {
-        type is any HeadOnlyDecoding.Type || headOnlyTypes.contains(ObjectIdentifier(type))
-    }
-
+extension HeadOnlyDecoding {
     /// The decoded body, when the head alone shows the response is accepted and the body
     /// decodes; nil when the ordinary path must decide (it then builds the response).
     func objectAcceptedFromHead(_ head: ResponseHead, data: Data?) -> AcceptedObject? {
-        guard judgesFromHead, case .plain(let mimeType) = head.contentTypeReading,
+        guard case .plain(let mimeType) = head.contentTypeReading,
               rejections(statusCode: head.statusCode, mimeType: mimeType, data: data).isEmpty,
               let object = try? AcceptedObject(decode(response: nil, data: data)) else {
             return nil
@@ -36,17 +26,37 @@ extension HTTPResponseSerializer {
     }
 }
 
+/// A response serializer, with whether it is one of the library's own worked out once, when
+/// it is set: asked per response, the protocol cast cost about 1,700 instructions of a small
+/// GET. A manager keeps one for all its operations.
+struct ChosenResponseSerializer: Sendable {
+    /// The serializer.
+    let serializer: any URLResponseSerialization
+    /// The same serializer, when it is one of the library's own and can judge from the head.
+    let headJudge: (any HeadOnlyDecoding)?
+
+    /// `serializer`, whichever it is (one protocol cast).
+    init(_ serializer: any URLResponseSerialization) {
+        self.serializer = serializer
+        headJudge = serializer as? any HeadOnlyDecoding
+    }
+
+    /// One of the library's own serializers (no cast).
+    init(own serializer: some HeadOnlyDecoding) {
+        self.serializer = serializer
+        headJudge = serializer
+    }
+
+    /// The default of an operation: an ``HTTPResponseSerializer``.
+    static let data = ChosenResponseSerializer(own: HTTPResponseSerializer())
+}
+
 /// A body a serializer accepted and decoded; `value` may be nil (an empty body).
 struct AcceptedObject {
     let value: Any?
 
     init(_ value: Any?) { self.value = value }
 }
-
-/// Marks a serializer that cannot be subclassed and decodes without reading the response
-/// except to describe an error (``DecodableResponseSerializer``, which is generic, so it
-/// cannot be named in a list of types).
-protocol HeadOnlyDecoding {}
 
 /// How `Content-Type` reads without Foundation's parser.
 enum ContentTypeReading: Equatable {

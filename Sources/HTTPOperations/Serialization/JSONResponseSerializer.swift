@@ -1,62 +1,42 @@
 import Foundation
-import Synchronization
 
 /// Validates a response and decodes its JSON body with `JSONSerialization`.
 ///
 /// Defaults: status 200–299; content types `application/json`, `text/json`,
 /// `text/javascript`; no reading options. An empty body, or one of only whitespace, is no
 /// object and no error (servers send them with 204 or with 200 and nothing to say).
-open class JSONResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
-    // @unchecked Sendable: this class's settings live in `jsonSettings`, behind its Mutex.
-
-    private struct Settings {
-        var readingOptions: JSONSerialization.ReadingOptions = []
-        var removesKeysWithNullValues = false
-    }
-
-    private let jsonSettings = Mutex(Settings())
-
+public struct JSONResponseSerializer: ValidatingResponseSerializer, HeadOnlyDecoding {
     /// The content types JSON arrives with: `application/json`, `text/json`, `text/javascript`.
     public static let jsonContentTypes: Set<String> = ["application/json", "text/json", "text/javascript"]
 
-    /// Creates a serializer with the defaults above.
-    public override init() {
-        super.init()
-        acceptableContentTypes = Self.jsonContentTypes
-    }
-
-    /// Creates a serializer with `readingOptions`.
-    public convenience init(readingOptions: JSONSerialization.ReadingOptions) {
-        self.init()
-        self.readingOptions = readingOptions
-    }
-
+    /// The status codes that pass validation. Default 200–299.
+    public var acceptableStatusCodes = IndexSet(integersIn: 200..<300)
+    /// The MIME types that pass validation, compared case-insensitively. Default
+    /// ``jsonContentTypes``.
+    public var acceptableContentTypes: Set<String>? = Self.jsonContentTypes
     /// Options for `JSONSerialization`. Default none.
-    public var readingOptions: JSONSerialization.ReadingOptions {
-        get { jsonSettings.withLock { $0.readingOptions } }
-        set { jsonSettings.withLock { $0.readingOptions = newValue } }
-    }
-
+    public var readingOptions: JSONSerialization.ReadingOptions
     /// Remove keys whose value is `null` from every dictionary, through nested dictionaries
     /// and arrays. Default false.
-    public var removesKeysWithNullValues: Bool {
-        get { jsonSettings.withLock { $0.removesKeysWithNullValues } }
-        set { jsonSettings.withLock { $0.removesKeysWithNullValues = newValue } }
+    public var removesKeysWithNullValues = false
+
+    /// Creates a serializer with the defaults above and `readingOptions`.
+    public init(readingOptions: JSONSerialization.ReadingOptions = []) {
+        self.readingOptions = readingOptions
     }
 
     /// Decodes the body as JSON, without validating the response.
     ///
     /// - Throws: ``ResponseSerializationError`` with `.invalidJSON`.
-    open override func decode(response: URLResponse?, data: Data?) throws -> Any? {
+    public func decode(response: URLResponse?, data: Data?) throws -> Any? {
         guard let data, data.contains(where: { !Self.isJSONWhitespace($0) }) else { return nil }
-        let (options, removeNulls) = jsonSettings.withLock { ($0.readingOptions, $0.removesKeysWithNullValues) }
         let object: Any
         do {
-            object = try JSONSerialization.jsonObject(with: data, options: options.union(.fragmentsAllowed))
+            object = try JSONSerialization.jsonObject(with: data, options: readingOptions.union(.fragmentsAllowed))
         } catch {
             throw ResponseSerializationError(.invalidJSON(detail: "\(error)"), response: response, data: data, underlying: error)
         }
-        return removeNulls ? Self.removingNulls(from: object) : object
+        return removesKeysWithNullValues ? Self.removingNulls(from: object) : object
     }
 
     private static func isJSONWhitespace(_ byte: UInt8) -> Bool {

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The parts of a `multipart/form-data` body, appended in order by the block given to
-/// ``HTTPRequestSerializer/multipartFormRequest(method:urlString:parameters:constructingBodyWith:)``.
+/// ``URLRequestSerialization/multipartFormRequest(method:urlString:parameters:constructingBodyWith:)``.
 ///
 /// Nothing is read when a part is appended: files are opened and read only as curl asks for
 /// bytes, so a body of any size streams in a few buffers. A file that cannot be read is

@@ -7,21 +7,22 @@ import FoundationXML
 ///
 /// Defaults: status 200–299; content types `application/xml`, `text/xml`. The body is not
 /// parsed here; an empty body is no parser.
-open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
-    // @unchecked Sendable: no state of its own beyond the superclass's.
+public struct XMLParserResponseSerializer: ValidatingResponseSerializer, HeadOnlyDecoding {
+    /// The status codes that pass validation. Default 200–299.
+    public var acceptableStatusCodes = IndexSet(integersIn: 200..<300)
+    /// The MIME types that pass validation, compared case-insensitively. Default
+    /// `application/xml`, `text/xml`.
+    public var acceptableContentTypes: Set<String>? = ["application/xml", "text/xml"]
 
     /// Creates a serializer with the defaults above.
-    public override init() {
-        super.init()
-        acceptableContentTypes = ["application/xml", "text/xml"]
-    }
+    public init() {}
 
     /// Returns `XMLParser(data:)` for the body, with external entities not resolved, without
     /// validating the response.
     ///
     /// - Throws: ``ResponseSerializationError`` with `.invalidXML` for a body that is not valid
     ///   UTF-8 (checked before parsing): the parser would crash on it when driven.
-    open override func decode(response: URLResponse?, data: Data?) throws -> Any? {
+    public func decode(response: URLResponse?, data: Data?) throws -> Any? {
         guard let data, !data.isEmpty else { return nil }
         let bytes: Data
         switch XMLEncodingCheck.parseableBytes(data) {
@@ -40,8 +41,12 @@ open class XMLParserResponseSerializer: HTTPResponseSerializer, @unchecked Senda
 ///
 /// Defaults: status 200–299; content types `application/xml`, `text/xml`; external entities
 /// never loaded. An empty body is no document and no error.
-open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sendable {
-    // @unchecked Sendable: `options` is set once at init and only read after.
+public struct XMLDocumentResponseSerializer: ValidatingResponseSerializer, HeadOnlyDecoding {
+    /// The status codes that pass validation. Default 200–299.
+    public var acceptableStatusCodes = IndexSet(integersIn: 200..<300)
+    /// The MIME types that pass validation, compared case-insensitively. Default
+    /// `application/xml`, `text/xml`.
+    public var acceptableContentTypes: Set<String>? = ["application/xml", "text/xml"]
 
     /// Options for `XMLDocument(data:options:)`. They always include
     /// `.nodeLoadExternalEntitiesNever` and never `.nodeLoadExternalEntitiesAlways`.
@@ -55,8 +60,6 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
     /// into the document (XXE).
     public init(options: XMLNode.Options = []) {
         self.options = options.subtracting(.nodeLoadExternalEntitiesAlways).union(.nodeLoadExternalEntitiesNever)
-        super.init()
-        acceptableContentTypes = ["application/xml", "text/xml"]
     }
 
     /// Parses the body, without validating the response.
@@ -66,7 +69,7 @@ open class XMLDocumentResponseSerializer: HTTPResponseSerializer, @unchecked Sen
     /// a document without a root element (`<?xml version="1.0"?>` alone).
     ///
     /// - Throws: ``ResponseSerializationError`` with `.invalidXML`.
-    open override func decode(response: URLResponse?, data: Data?) throws -> Any? {
+    public func decode(response: URLResponse?, data: Data?) throws -> Any? {
         guard let data, !data.isEmpty else { return nil }
         let bytes: Data
         switch XMLEncodingCheck.parseableBytes(data) {

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPOperations
+@testable import HTTPOperations
 import Testing
 
 extension AllTests {
@@ -19,8 +19,8 @@ extension AllTests {
             let values = ["v1", "text/html, */*;q=0.8", "", "bad\r\nvalue", "folded\r\n value", "caf\u{E9}"]
             var differences: [String] = []
             for scenario in 0..<Self.scenarios {
-                let serializer = [HTTPRequestSerializer(), JSONRequestSerializer(), PropertyListRequestSerializer()]
-                    .randomElement(using: &random)!
+                let encodings: [HTTPRequestSerializer.BodyEncoding] = [.form, .json(), .propertyList()]
+                var serializer = HTTPRequestSerializer(bodyEncoding: encodings.randomElement(using: &random)!)
                 for _ in 0..<Int.random(in: 1...3, using: &random) {
                     for _ in 0..<Int.random(in: 0...4, using: &random) {
                         let value = Int.random(in: 0..<5, using: &random) == 0 ? nil : values.randomElement(using: &random)!

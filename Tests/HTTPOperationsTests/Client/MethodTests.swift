@@ -114,7 +114,7 @@ extension AllTests {
 
         @Test func acceptableContentTypesAreEnforced() async throws {
             let op = operation(.bytes(10))
-            let serializer = HTTPResponseSerializer()
+            var serializer = HTTPResponseSerializer()
             serializer.acceptableContentTypes = ["application/json"]
             op.responseSerializer = serializer
             let error = try #require(try await run(op).error as? ResponseValidationError)

@@ -58,7 +58,7 @@ extension AllTests {
         }
 
         @Test func theSerializersRefuseThemWhenTheRequestIsMade() throws {
-            let serializer = HTTPRequestSerializer()
+            var serializer = HTTPRequestSerializer()
             serializer.setValue("a\r\nX-Injected: 1", forHTTPHeaderField: "X-Evil")
             #expect(throws: SecurityError.self) { try serializer.request(method: "GET", urlString: "http://a.test/") }
             let clean = HTTPRequestSerializer()

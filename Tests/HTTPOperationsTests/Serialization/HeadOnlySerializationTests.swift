@@ -8,9 +8,12 @@ import FoundationXML
 @testable import HTTPOperations
 import Testing
 
-/// A user's subclass: it may read anything from the response, so it must get the built one.
-final class StatusEchoingSerializer: JSONResponseSerializer, @unchecked Sendable {
-    override func decode(response: URLResponse?, data: Data?) throws -> Any? {
+/// A user's serializer: it may read anything from the response, so it must get the built one.
+struct StatusEchoingSerializer: ValidatingResponseSerializer {
+    var acceptableStatusCodes = IndexSet(integersIn: 200..<300)
+    var acceptableContentTypes: Set<String>? = JSONResponseSerializer.jsonContentTypes
+
+    func decode(response: URLResponse?, data: Data?) throws -> Any? {
         (response as? HTTPURLResponse)?.statusCode
     }
 }
@@ -27,7 +30,7 @@ extension AllTests {
         static let bodies: [Data] = [
             Data(), Data(#"{"a":1}"#.utf8), Data("{nope".utf8), Data("<a/>".utf8), Data([0x89, 0x50, 0x4E, 0x47]),
         ]
-        static let serializers: [@Sendable () -> HTTPResponseSerializer] = [
+        static let serializers: [@Sendable () -> any HeadOnlyDecoding] = [
             { HTTPResponseSerializer() }, { JSONResponseSerializer() }, { XMLParserResponseSerializer() },
             { PropertyListResponseSerializer() }, { ImageResponseSerializer() },
             { DecodableResponseSerializer<[String: Int]>() },
@@ -79,9 +82,11 @@ extension AllTests {
         }
 
         @Test func onlyTheLibrarysOwnSerializersJudgeFromTheHead() {
-            #expect(JSONResponseSerializer().judgesFromHead)
-            #expect(DecodableResponseSerializer<[String: Int]>().judgesFromHead)
-            #expect(!StatusEchoingSerializer().judgesFromHead)
+            for make in Self.serializers {
+                #expect(ChosenResponseSerializer(make()).headJudge != nil)
+            }
+            #expect(ChosenResponseSerializer(StatusEchoingSerializer()).headJudge == nil)
+            #expect(ChosenResponseSerializer(CompoundResponseSerializer([JSONResponseSerializer()])).headJudge == nil)
         }
 
         @Test func anAcceptedResponseIsNotBuiltUntilSomebodyAsks() async throws {

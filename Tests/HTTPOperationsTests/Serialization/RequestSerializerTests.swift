@@ -56,7 +56,7 @@ extension AllTests {
         }
 
         @Test func defaultsOnlyFillGaps() throws {
-            let serializer = HTTPRequestSerializer()
+            var serializer = HTTPRequestSerializer()
             #expect(serializer.value(forHTTPHeaderField: "user-agent")?.hasPrefix("HTTPOperations/\(httpOperationsVersion) (Linux") == true)
             #expect(serializer.value(forHTTPHeaderField: "Accept-Language")?.contains(";q=1") == true)
             serializer.setValue("yes", forHTTPHeaderField: "X-Default")
@@ -76,10 +76,10 @@ extension AllTests {
         struct Refused: Error {}
 
         @Test func aCustomQueryStringBlockIsUsedAndMayThrow() throws {
-            let serializer = HTTPRequestSerializer()
-            serializer.setQueryStringSerialization { _, parameters in "custom=\((parameters as? [String: Any])?.count ?? 0)" }
+            var serializer = HTTPRequestSerializer()
+            serializer.queryStringSerialization = { _, parameters in "custom=\((parameters as? [String: Any])?.count ?? 0)" }
             #expect(try serializer.request(method: "GET", urlString: "http://a.test/", parameters: ["a": 1]).url?.query == "custom=1")
-            serializer.setQueryStringSerialization { _, _ in throw Refused() }
+            serializer.queryStringSerialization = { _, _ in throw Refused() }
             #expect(throws: RequestSerializationError.self) { try serializer.request(method: "GET", urlString: "http://a.test/", parameters: ["a": 1]) }
         }
 
@@ -88,30 +88,31 @@ extension AllTests {
         }
 
         @Test func jsonAndPropertyListBodies() throws {
-            let json = try JSONRequestSerializer(writingOptions: [.sortedKeys]).request(method: "POST", urlString: "http://a.test/", parameters: ["b": [1, 2], "a": "x"])
+            let json = try HTTPRequestSerializer(bodyEncoding: .json([.sortedKeys])).request(method: "POST", urlString: "http://a.test/", parameters: ["b": [1, 2], "a": "x"])
             #expect(json.httpBody == Data(#"{"a":"x","b":[1,2]}"#.utf8))
             #expect(json.value(forHTTPHeaderField: "Content-Type") == "application/json")
-            let jsonGet = try JSONRequestSerializer().request(method: "GET", urlString: "http://a.test/", parameters: ["a": 1])
+            let jsonGet = try HTTPRequestSerializer(bodyEncoding: .json()).request(method: "GET", urlString: "http://a.test/", parameters: ["a": 1])
             #expect(jsonGet.url?.query == "a=1")
             #expect(throws: RequestSerializationError.self) {
-                try JSONRequestSerializer().request(method: "POST", urlString: "http://a.test/", parameters: ["when": Date()])
+                try HTTPRequestSerializer(bodyEncoding: .json()).request(method: "POST", urlString: "http://a.test/", parameters: ["when": Date()])
             }
-            let plist = try PropertyListRequestSerializer().request(method: "PUT", urlString: "http://a.test/", parameters: ["a": 1])
+            let plist = try HTTPRequestSerializer(bodyEncoding: .propertyList()).request(method: "PUT", urlString: "http://a.test/", parameters: ["a": 1])
             #expect(plist.value(forHTTPHeaderField: "Content-Type") == "application/x-plist")
             let decoded = try PropertyListSerialization.propertyList(from: try #require(plist.httpBody), format: nil) as? [String: Any]
             #expect(decoded?["a"] as? Int == 1)
             #expect(throws: RequestSerializationError.self) {
-                try PropertyListRequestSerializer().request(method: "PUT", urlString: "http://a.test/", parameters: ["a": NSNull()])
+                try HTTPRequestSerializer(bodyEncoding: .propertyList()).request(method: "PUT", urlString: "http://a.test/", parameters: ["a": NSNull()])
             }
         }
 
         @Test(arguments: ["form", "json", "plist"])
         func bodiesRoundTripThroughTheServer(kind: String) async throws {
-            let serializer: HTTPRequestSerializer = switch kind {
-            case "json": JSONRequestSerializer()
-            case "plist": PropertyListRequestSerializer()
-            default: HTTPRequestSerializer()
+            let encoding: HTTPRequestSerializer.BodyEncoding = switch kind {
+            case "json": .json()
+            case "plist": .propertyList()
+            default: .form
             }
+            let serializer = HTTPRequestSerializer(bodyEncoding: encoding)
             let parameters: [String: Any] = ["name": "ünïcødé ✓", "list": [1, 2]]
             let request = try serializer.request(method: "POST", urlString: testServer.url(.echo).absoluteString, parameters: parameters)
             let echo = try echoed(try await run(HTTPRequestOperation(request: request)))

@@ -15,7 +15,7 @@ func httpResponse(_ status: Int = 200, contentType: String? = "application/json"
 extension AllTests {
     @Suite struct ResponseSerializers {
         @Test func theBaseSerializerReportsStatusAndContentTypeTogether() {
-            let serializer = HTTPResponseSerializer()
+            var serializer = HTTPResponseSerializer()
             serializer.acceptableContentTypes = ["application/json"]
             #expect(throws: Never.self) { try serializer.responseObject(for: httpResponse(204, contentType: nil), data: Data()) }
             do {
@@ -60,7 +60,7 @@ extension AllTests {
         }
 
         @Test func nullsAreRemovedRecursivelyThroughArrays() throws {
-            let serializer = JSONResponseSerializer()
+            var serializer = JSONResponseSerializer()
             serializer.removesKeysWithNullValues = true
             let body = #"{"a":null,"b":{"c":null,"d":1},"e":[{"f":null,"g":2},null,3]}"#
             let object = try #require(try serializer.responseObject(for: httpResponse(), data: Data(body.utf8)) as? [String: Any])
@@ -76,7 +76,7 @@ extension AllTests {
             let plist: [String: Any] = ["name": "ada", "n": 3]
             let xml = try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)
             let binary = try PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0)
-            let serializer = PropertyListResponseSerializer()
+            var serializer = PropertyListResponseSerializer()
             let response = httpResponse(contentType: "application/x-plist")
             #expect((try serializer.responseObject(for: response, data: xml) as? [String: Any])?["name"] as? String == "ada")
             #expect((try serializer.responseObject(for: response, data: binary) as? [String: Any])?["n"] as? Int == 3)
@@ -137,7 +137,7 @@ extension AllTests {
                 let response = HTTPURLResponse(url: URL(string: "http://x.test/")!, statusCode: 200, httpVersion: nil,
                                                headerFields: ["Content-Type": "application/xml"])
                 for data in bodies {
-                    for serializer in [XMLDocumentResponseSerializer(), XMLParserResponseSerializer()] as [HTTPResponseSerializer] {
+                    for serializer in [XMLDocumentResponseSerializer(), XMLParserResponseSerializer()] as [any ValidatingResponseSerializer] {
                         do {
                             // A caller drives the parser it gets, with a delegate, as XMLParser is used;
                             // what it parses is valid UTF-8 (here, refused or transcoded), never a crash.
@@ -167,7 +167,7 @@ extension AllTests {
                 let response = HTTPURLResponse(url: URL(string: "http://x.test/")!, statusCode: 200, httpVersion: nil,
                                                headerFields: ["Content-Type": "application/xml"])
                 for body in ["<?xml?><root/>", "<r><?x?></r>", "<r><?x\u{E9}?></r>"] {
-                    for serializer in [XMLDocumentResponseSerializer(), XMLParserResponseSerializer()] as [HTTPResponseSerializer] {
+                    for serializer in [XMLDocumentResponseSerializer(), XMLParserResponseSerializer()] as [any ValidatingResponseSerializer] {
                         do {
                             if let parser = try serializer.responseObject(for: response, data: Data(body.utf8)) as? XMLParser {
                                 let driver = Driver()

@@ -97,11 +97,11 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
 
 extension HTTPRequestOperationManager {
     /// Enqueues `request` and returns its body as it arrives (see ``ResponseBodyStream``). The
-    /// response is validated by an `HTTPResponseSerializer` with the manager's acceptable
-    /// status codes (200–299): any other status throws at the end of the body.
+    /// response is validated by a default ``HTTPResponseSerializer`` (status 200–299, whatever
+    /// the manager's serializer): any other status throws at the end of the body.
     public func stream(_ request: URLRequest) -> ResponseBodyStream {
         let operation = httpRequestOperation(with: request, success: nil, failure: nil)
-        operation.responseSerializer = HTTPResponseSerializer()
+        operation.setResponseSerializer(.data)
         let body = ResponseBodyStream(operation)
         enqueue(operation)
         return body

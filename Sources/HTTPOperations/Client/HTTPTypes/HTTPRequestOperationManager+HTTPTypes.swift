@@ -148,7 +148,7 @@ extension HTTPRequestOperationManager {
         var urlRequest = try urlRequest(for: request)
         body?.attach(to: &urlRequest)
         let operation = httpRequestOperation(with: urlRequest, success: nil, failure: nil)
-        operation.responseSerializer = Self.everyAnswer
+        operation.setResponseSerializer(Self.everyAnswer)
         // In the state, not the settings: those stay shared with the manager's operations
         // (but for a streamed body's: `ResponseBodyStream` sets its channel in them).
         operation.state.withLock { $0.everyStatusIsAnAnswer = true }
@@ -157,11 +157,10 @@ extension HTTPRequestOperationManager {
 
     /// A serializer that takes every status and content type: the HTTPTypes door's caller
     /// reads the status itself.
-    private static let everyAnswer: HTTPResponseSerializer = {
-        let serializer = HTTPResponseSerializer()
+    private static let everyAnswer: ChosenResponseSerializer = {
+        var serializer = HTTPResponseSerializer()
         serializer.acceptableStatusCodes = IndexSet(integersIn: 100..<1000)
-        serializer.acceptableContentTypes = nil
-        return serializer
+        return ChosenResponseSerializer(own: serializer)
     }()
 
     /// Whether `path` is a request target in origin-form (RFC 9112 §3.2.1: starting with

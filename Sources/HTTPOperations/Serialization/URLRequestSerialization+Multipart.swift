@@ -1,11 +1,13 @@
 import Foundation
 
-extension HTTPRequestSerializer {
+extension URLRequestSerialization {
     /// A request with a streamed `multipart/form-data` body: `parameters` as form fields
-    /// first (named as in a query: `key[sub]`, `key[]`), then the parts the block appends.
+    /// first (named as in a query: `key[sub]`, `key[]`, written in ``stringEncoding``), then
+    /// the parts the block appends.
     ///
-    /// The body is read as curl sends it; `Content-Length` is exact; the boundary is random.
-    /// Parameters never go to the query here, whatever the method.
+    /// The serializer sets the rest of the request (its default header fields and
+    /// properties); the body is read as curl sends it; `Content-Length` is exact; the
+    /// boundary is random. Parameters never go to the query here, whatever the method.
     ///
     /// - Parameters:
     ///   - method: Normally POST or PUT.
@@ -17,14 +19,8 @@ extension HTTPRequestSerializer {
     ///   holds CR, LF or NUL.
     public func multipartFormRequest(method: String, urlString: String, parameters: [String: Any]? = nil,
                                      constructingBodyWith block: ((MultipartFormData) throws -> Void)? = nil) throws -> URLRequest {
-        guard let url = URL(string: urlString) else {
-            throw RequestSerializationError(.invalidURL(urlString))
-        }
-        var request = URLRequest(url: url)
-        request.httpMethod = method.uppercased()
-        try checkDefaultFields()
-        request = applyingDefaults(to: request)
-        try Self.checkFields(of: request)
+        var request = try request(bySerializing: URLRequest(method: method, urlString: urlString), withParameters: nil)
+        try HTTPRequestSerializer.checkFields(of: request)
         let form = MultipartFormData()
         for pair in QueryString.pairs(key: nil, value: parameters ?? [:]) {
             let value = pair.value.map(QueryString.describe) ?? ""
