@@ -50,7 +50,6 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         var reachabilityObserver: Handover<any NSObjectProtocol>?
         /// `.none`: each operation keeps the tracer current where it was made.
         var tracer: (any Tracer)??
-        var timeoutInterval: TimeInterval?
         var operationFactory: OperationFactory = { HTTPRequestOperation(request: $0) }
         /// Set by `shutdown`: operations enqueued afterwards are refused.
         var isShutDown = false
@@ -211,12 +210,6 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         set { settings.withLock { $0.tracer = .some(newValue) } }
     }
 
-    /// The idle timeout of requests whose serializer sets none. nil keeps `URLRequest`'s 60 s.
-    public var timeoutInterval: TimeInterval? {
-        get { settings.withLock { $0.timeoutInterval } }
-        set { settings.withLock { $0.timeoutInterval = newValue } }
-    }
-
     /// Makes the operation for each request: set it to produce your `HTTPRequestOperation`
     /// subclass. Default `HTTPRequestOperation(request:)`.
     public var operationFactory: OperationFactory {
@@ -327,25 +320,15 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         }
     }
 
-    /// The timeout a `URLRequest` starts with (60 s).
-    private static let foundationsTimeout = URLRequest(url: URL(fileURLWithPath: "/")).timeoutInterval
-
     /// The request for a verb method, from the request serializer.
     func makeRequest(_ method: String, _ urlString: String, parameters: Any?,
                      body: ((MultipartFormData) throws -> Void)? = nil) throws -> URLRequest {
         let url = try url(for: urlString).absoluteString
-        let (serializer, timeout) = settings.withLock { ($0.requestSerializer, $0.timeoutInterval) }
-        var request: URLRequest
+        let serializer = settings.withLock { $0.requestSerializer }
         if let body {
-            request = try serializer.multipartFormRequest(method: method, urlString: url,
+            return try serializer.multipartFormRequest(method: method, urlString: url,
                                                           parameters: parameters as? [String: Any], constructingBodyWith: body)
-        } else {
-            request = try serializer.request(method: method, urlString: url, parameters: parameters)
         }
-        // A serializer that set a timeout keeps its own: the request no longer has Foundation's.
-        if let timeout, request.timeoutInterval == Self.foundationsTimeout {
-            request.timeoutInterval = timeout
-        }
-        return request
+        return try serializer.request(method: method, urlString: url, parameters: parameters)
     }
 }

@@ -126,7 +126,8 @@ extension CurlTransfer {
                     .seekBody(to: offset, origin: origin)
             }
             ccurl_easy_setopt_pointer(easy, CURLOPT_SEEKDATA, userData)
-            if case .stream(let stream, _) = request.body {
+            if case .stream(let handed, _) = request.body {
+                let stream = handed.value
                 bodyReader = makeBodyReader(for: stream)
                 // A written body may wait for the response (full duplex); a read one is sent
                 // whole whatever the server answered, as curl does (`CurlTransfer+ResponseEnd`).

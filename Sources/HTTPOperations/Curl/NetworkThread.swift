@@ -19,11 +19,11 @@ import Glibc
 /// later job is refused.
 ///
 /// Thread-safety: the only state touched from other threads is the inbox, which lives behind
-/// its own `Mutex`, and the count of live connections, an atomic. `runLoop` and `inboxSource`
-/// are written once, before `shared` is published, and only read afterwards
-/// (CFRunLoopSourceSignal and CFRunLoopWakeUp are documented as safe from any thread).
-/// `multi` is confined to the network thread.
-final class NetworkThread: @unchecked Sendable {
+/// its own `Mutex`, the count of live connections, an atomic, and the loop's stop flag, an
+/// atomic too. The run loop, the multi handle and the callback batch are the network thread's
+/// own: handed over once at start-up, and read through accessors that check, in debug builds,
+/// that they run on it.
+final class NetworkThread: Sendable {
     /// The process-wide network thread, started on first use.
     static let shared = NetworkThread()
 
@@ -32,14 +32,22 @@ final class NetworkThread: @unchecked Sendable {
     /// the name it inherited from whichever thread started it.
     static let threadName = "httpop-network"
 
-    private let runLoop: CFRunLoop
-    private let inboxSource: CFRunLoopSource
     private let inbox: Inbox
+    /// The run loop, its inbox source and the multi handle: made on the network thread and
+    /// used there only (the inbox keeps its own copy of what other threads may signal).
+    private let own: Handover<StartupHandshake.Context>
 
-    /// The curl multi handle. Network thread only.
-    let multi: CurlMulti
-    /// Batches the callbacks decided in one pass of the network thread. Network thread only.
-    let callbacks: CallbackHandoff
+    /// The curl multi handle. Network thread only (checked in debug builds).
+    var multi: CurlMulti {
+        assert(isCurrentThread, "the multi handle is the network thread's")
+        return own.value.multi
+    }
+    /// Batches the callbacks decided in one pass of the network thread. Network thread only
+    /// (checked in debug builds).
+    var callbacks: CallbackHandoff {
+        assert(isCurrentThread, "the callback batch is the network thread's")
+        return own.value.callbacks
+    }
     /// The thread itself.
     private let thread: pthread_t
     /// Tells the thread's loop to end, and signals when it has.
@@ -71,7 +79,7 @@ final class NetworkThread: @unchecked Sendable {
                                   thread: pthread_self()))
             // A run loop returns when it has no sources left; ours always has the inbox and the
             // epoll source, so this call returns only when stop() stops it.
-            while !loop.stopped {
+            while !loop.isStopped {
                 CFRunLoopRun()
             }
             loop.ended.signal()
@@ -79,10 +87,7 @@ final class NetworkThread: @unchecked Sendable {
         thread.stackSize = 1 << 20
         thread.start()
         let context = started.wait()
-        self.runLoop = context.runLoop
-        self.inboxSource = context.source
-        self.multi = context.multi
-        self.callbacks = context.callbacks
+        self.own = Handover(context)
         self.thread = context.thread
         self.inbox = inbox
         self.loop = loop
@@ -135,8 +140,8 @@ final class NetworkThread: @unchecked Sendable {
                 let closed = inbox.closeIfIdle { idle && liveConnections.load(ordering: .sequentiallyConsistent) == 0 }
                 if closed {
                     multi.close()
-                    loop.stopped = true
-                    CFRunLoopStop(runLoop)
+                    loop.stop()
+                    CFRunLoopStop(own.value.runLoop)
                 }
                 done.resume(returning: closed)
             }
@@ -145,18 +150,24 @@ final class NetworkThread: @unchecked Sendable {
     }
 }
 
-/// Whether the network thread's loop should end. `stopped` is thread-confined: written by the
-/// stop job and read by the loop, both on the network thread.
-final class RunLoopControl: @unchecked Sendable {
-    var stopped = false
+/// Whether the network thread's loop should end: set by the stop job and read by the loop,
+/// both on the network thread (an atomic all the same: it costs nothing once per loop pass).
+final class RunLoopControl: Sendable {
+    private let stopped = Atomic(false)
     /// Signalled once the thread's closure has returned (for tests).
     let ended = DispatchSemaphore(value: 0)
+
+    /// Whether the loop should end.
+    var isStopped: Bool { stopped.load(ordering: .relaxed) }
+
+    /// Ends the loop when the run loop next returns.
+    func stop() { stopped.store(true, ordering: .relaxed) }
 }
 
 // MARK: - Inbox
 
 /// Jobs from other threads, drained by a version-0 run-loop source on the network thread.
-private final class Inbox: @unchecked Sendable {
+private final class Inbox: Sendable {
     /// Pending jobs, and the run loop to wake. Guarded by the mutex; the source and run loop
     /// are set once by `attach` before any job can be enqueued by another thread.
     private struct State {
@@ -165,11 +176,11 @@ private final class Inbox: @unchecked Sendable {
         var closed = false
         /// CFRunLoopSourceSignal and CFRunLoopWakeUp are safe from any thread.
         var target: Handover<(runLoop: CFRunLoop, source: CFRunLoopSource)>?
+        /// Set once by `attach`; used by `drain`, on the network thread only.
+        var callbacks: Handover<CallbackHandoff>?
     }
 
     private let state = Mutex(State())
-    /// Set once by `attach`, before any job can be enqueued; used on the network thread only.
-    private var callbacks: CallbackHandoff?
 
     func makeSource() -> CFRunLoopSource {
         var context = CFRunLoopSourceContext()
@@ -184,9 +195,12 @@ private final class Inbox: @unchecked Sendable {
     /// Called once on the network thread, before `NetworkThread.shared` exists, so before any
     /// job can be enqueued.
     func attach(runLoop: CFRunLoop, source: CFRunLoopSource, callbacks: CallbackHandoff) {
-        self.callbacks = callbacks
         let target = Handover((runLoop: runLoop, source: source))
-        state.withLock { $0.target = target }
+        let callbacks = Handover(callbacks)
+        state.withLock {
+            $0.target = target
+            $0.callbacks = callbacks
+        }
     }
 
     /// Queues `job`; false when the inbox is closed.
@@ -217,12 +231,13 @@ private final class Inbox: @unchecked Sendable {
     var isClosed: Bool { state.withLock { $0.closed } }
 
     private func drain() {
-        var jobs = state.withLock { state -> [@Sendable () -> Void] in
+        let (taken, callbacks) = state.withLock { state in
             let jobs = state.jobs
             state.jobs.removeAll(keepingCapacity: true)
-            return jobs
+            return (jobs, state.callbacks!)
         }
-        callbacks!.collect {
+        var jobs = taken
+        callbacks.value.collect {
             for job in jobs {
                 job()
             }
@@ -236,8 +251,9 @@ private final class Inbox: @unchecked Sendable {
 // MARK: - Start-up
 
 /// Hands the run loop and multi handle from the new thread to `NetworkThread.init`.
-private final class StartupHandshake: @unchecked Sendable {
-    struct Context: @unchecked Sendable {
+private final class StartupHandshake: Sendable {
+    /// What the network thread made for itself.
+    struct Context {
         let runLoop: CFRunLoop
         let source: CFRunLoopSource
         let multi: CurlMulti
@@ -245,18 +261,20 @@ private final class StartupHandshake: @unchecked Sendable {
         let thread: pthread_t
     }
 
-    // Written once by the network thread before `ready.signal()`, read after `ready.wait()`;
-    // the semaphore orders the two.
-    private var context: Context?
+    /// Written once by the network thread before `ready.signal()`, read after `ready.wait()`;
+    /// handed over whole: the thread does not touch it again before `NetworkThread.init` has
+    /// stored it, and from then on only through the accessors that check the thread.
+    private let context = Mutex<Handover<Context>?>(nil)
     private let ready = DispatchSemaphore(value: 0)
 
     func publish(_ context: Context) {
-        self.context = context
+        let handed = Handover(context)
+        self.context.withLock { $0 = handed }
         ready.signal()
     }
 
     func wait() -> Context {
         ready.wait()
-        return context!
+        return context.withLock { $0! }.value
     }
 }

@@ -5,10 +5,7 @@ import FoundationNetworking
 
 /// Everything one curl transfer needs, worked out from a `URLRequest` before it reaches the
 /// network thread, so the thread does no Foundation parsing.
-struct TransferRequest: @unchecked Sendable {
-    // @unchecked: `RequestBody.stream` holds an InputStream, which Foundation does not mark
-    // Sendable. The stream is handed over whole: once a TransferRequest is built, only the
-    // network thread reads it.
+struct TransferRequest: Sendable {
 
     /// The URL to fetch.
     var url: URL
@@ -105,7 +102,7 @@ struct TransferRequest: @unchecked Sendable {
         if let stream = request.httpBodyStream {
             let declared = request.value(forHTTPHeaderField: "Content-Length").flatMap { HTTPDecimal.parse($0) }
                 ?? (stream as? StreamedRequestBody)?.length
-            self.body = .stream(stream, length: declared)
+            self.body = .stream(Handover(stream), length: declared)
             self.maximumSendRate = (stream as? RewindableBodyStream)?.maximumSendRate
         } else if let data = request.httpBody {
             self.body = .data(data)
@@ -164,7 +161,9 @@ enum RequestBody {
     /// Bytes in memory; rewindable.
     case data(Data)
     /// A stream read as curl asks for bytes; `length` nil means chunked transfer-encoding.
-    case stream(InputStream, length: Int64?)
+    /// Handed over whole: Foundation does not mark `InputStream` `Sendable`, and once the
+    /// request is built only the network thread (and the body reader it starts) reads it.
+    case stream(Handover<InputStream>, length: Int64?)
 }
 
 extension RequestBody {

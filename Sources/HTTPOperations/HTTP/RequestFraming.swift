@@ -29,7 +29,7 @@ enum RequestFraming {
             }
         }
         // A written body declares its own length: the caller's field must say the same.
-        if case .stream(let stream, _) = body, let written = (stream as? StreamedRequestBody)?.length,
+        if case .stream(let stream, _) = body, let written = (stream.value as? StreamedRequestBody)?.length,
            let contentLength, HTTPDecimal.parse(contentLength) != written {
             throw refusal("Content-Length", "it says \(contentLength), the written body declares \(written) bytes", url)
         }

@@ -94,7 +94,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
                 failure = error
                 state.withLock { $0.error = error }
                 // A 4xx or 5xx body often explains itself: keep it decoded when it decodes.
-                if error is ResponseValidationError, let validating = chosen.serializer as? any ValidatingResponseSerializer {
+                if error is ResponseValidationError, let validating = chosen.validating {
                     object = try? validating.decode(response: super.response, data: responseData)
                 }
             }

@@ -30,7 +30,8 @@ public struct DecodableResponseSerializer<T: Decodable>: ValidatingResponseSeria
     /// The MIME types that pass validation, compared case-insensitively. Default
     /// ``JSONResponseSerializer/jsonContentTypes``.
     public var acceptableContentTypes: Set<String>? = JSONResponseSerializer.jsonContentTypes
-    /// The decoder; configure it before the serializer is first used.
+    /// The decoder; configure it before the serializer is set. A class: every copy of the
+    /// serializer shares it.
     public let decoder: JSONDecoder
 
     /// Creates a serializer decoding with `decoder`.

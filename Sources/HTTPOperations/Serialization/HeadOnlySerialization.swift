@@ -47,6 +47,13 @@ struct ChosenResponseSerializer: Sendable {
         headJudge = serializer
     }
 
+    /// The serializer when it validates before decoding (so can decode a refused body); the
+    /// cast only for a serializer not of the library's own, and only when asked.
+    var validating: (any ValidatingResponseSerializer)? {
+        if let headJudge { return headJudge }
+        return serializer as? any ValidatingResponseSerializer
+    }
+
     /// The default of an operation: an ``HTTPResponseSerializer``.
     static let data = ChosenResponseSerializer(own: HTTPResponseSerializer())
 }

@@ -14,13 +14,29 @@ public protocol URLRequestSerialization: Sendable {
     /// The encoding of the text this serializer writes into bodies (a multipart body's form
     /// fields). Default UTF-8.
     var stringEncoding: String.Encoding { get }
+
+    /// A request for `method` and `urlString` with `parameters` encoded: what the manager's
+    /// verbs call. The default makes the bare request and passes it to
+    /// ``request(bySerializing:withParameters:)``.
+    ///
+    /// - Throws: ``RequestSerializationError`` for a URL that does not parse, or what
+    ///   ``request(bySerializing:withParameters:)`` throws.
+    func request(method: String, urlString: String, parameters: Any?) throws -> URLRequest
+
+    /// A request with a streamed `multipart/form-data` body: what the manager's multipart
+    /// verbs call. The default is described at its implementation.
+    ///
+    /// - Throws: ``RequestSerializationError``, what `block` throws, or ``SecurityError``.
+    func multipartFormRequest(method: String, urlString: String, parameters: [String: Any]?,
+                              constructingBodyWith block: ((MultipartFormData) throws -> Void)?) throws -> URLRequest
 }
 
 extension URLRequestSerialization {
     /// UTF-8.
     public var stringEncoding: String.Encoding { .utf8 }
 
-    /// A request for `method` and `urlString` with `parameters` encoded.
+    /// A request for `method` and `urlString` with `parameters` encoded: the bare request,
+    /// passed to ``request(bySerializing:withParameters:)``.
     ///
     /// - Throws: ``RequestSerializationError`` for a URL that does not parse, or what
     ///   ``request(bySerializing:withParameters:)`` throws.

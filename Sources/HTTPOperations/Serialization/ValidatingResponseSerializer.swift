@@ -21,6 +21,13 @@ public protocol ValidatingResponseSerializer: URLResponseSerialization {
     /// including none.
     var acceptableContentTypes: Set<String>? { get set }
 
+    /// Checks `response` before it is decoded. The default checks the acceptable status codes
+    /// and content types; write your own to check more (call the default through a serializer
+    /// you hold, or throw ``ResponseValidationError`` yourself).
+    ///
+    /// - Throws: The reason the response is refused; the operation then fails with it.
+    func validate(response: URLResponse?, data: Data?) throws
+
     /// Turns the body into the object, without validating the response.
     ///
     /// An operation whose response failed validation calls it too, so that a 4xx or 5xx body
@@ -31,7 +38,8 @@ public protocol ValidatingResponseSerializer: URLResponseSerialization {
 }
 
 extension ValidatingResponseSerializer {
-    /// Checks `response` against the acceptable status codes and content types.
+    /// Checks `response` against the acceptable status codes and content types: the default
+    /// of ``validate(response:data:)``.
     ///
     /// Responses that are not HTTP (a `file:` URL) pass: they have neither.
     ///
@@ -67,11 +75,11 @@ extension ValidatingResponseSerializer {
         return reasons
     }
 
-    /// Whether `mimeType` is one of `types`, ignoring case. The exact lookup first: the
-    /// library's settings are lower case, and so is a MIME type read from the head.
+    /// Whether `mimeType` is one of `types`, ignoring ASCII case (media types are ASCII
+    /// tokens). The exact lookup first: the library's settings are lower case, and so is a
+    /// MIME type read from the head; the settings are kept as given, so a mixed-case one is
+    /// compared byte by byte, without making a string.
     private static func mimeType(_ mimeType: String, isAmong types: Set<String>) -> Bool {
-        if types.contains(mimeType) { return true }
-        let lowered = mimeType.lowercased()
-        return types.contains { $0.lowercased() == lowered }
+        types.contains(mimeType) || types.contains { $0.utf8.elementsEqual(mimeType.utf8) { asciiLowercased($0) == asciiLowercased($1) } }
     }
 }

@@ -37,9 +37,9 @@ extension AllTests {
 
         @Test func aStreamOfUnknownLengthMayBeSentChunked() throws {
             let stream = InputStream(data: Data("x".utf8))
-            try RequestFraming.check([(name: "Transfer-Encoding", value: "chunked")], body: .stream(stream, length: nil), url: Self.url)
+            try RequestFraming.check([(name: "Transfer-Encoding", value: "chunked")], body: .stream(Handover(stream), length: nil), url: Self.url)
             #expect(throws: SecurityError.self) {
-                try RequestFraming.check([(name: "Transfer-Encoding", value: "chunked")], body: .stream(stream, length: 1), url: Self.url)
+                try RequestFraming.check([(name: "Transfer-Encoding", value: "chunked")], body: .stream(Handover(stream), length: 1), url: Self.url)
             }
         }
 
@@ -48,9 +48,9 @@ extension AllTests {
         @Test func aWrittenBodysLengthAndTheCallersMustAgree() throws {
             let written = StreamedRequestBody(length: 100) { _ in }
             #expect(throws: SecurityError.self) {
-                try RequestFraming.check([(name: "Content-Length", value: "5")], body: .stream(written, length: 5), url: Self.url)
+                try RequestFraming.check([(name: "Content-Length", value: "5")], body: .stream(Handover(written), length: 5), url: Self.url)
             }
-            try RequestFraming.check([(name: "Content-Length", value: "100")], body: .stream(written, length: 100), url: Self.url)
+            try RequestFraming.check([(name: "Content-Length", value: "100")], body: .stream(Handover(written), length: 100), url: Self.url)
         }
 
         /// A plain stream with a short `Content-Length`: curl is never given bytes past it, so

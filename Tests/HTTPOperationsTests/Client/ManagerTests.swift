@@ -297,9 +297,11 @@ extension AllTests {
             }
         }
 
-        @Test func theDefaultTimeoutAppliesWhenTheSerializerSetsNone() throws {
+        @Test func theSerializersTimeoutReachesTheVerbsRequests() throws {
             let manager = manager()
-            manager.timeoutInterval = 3
+            var serializer = HTTPRequestSerializer()
+            serializer.timeoutInterval = 3
+            manager.requestSerializer = serializer
             let operation = try #require(manager.get("bytes/1", success: nil, failure: nil))
             #expect(operation.request.timeoutInterval == 3)
         }

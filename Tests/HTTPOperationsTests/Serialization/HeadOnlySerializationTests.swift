@@ -32,8 +32,14 @@ extension AllTests {
         ]
         static let serializers: [@Sendable () -> any HeadOnlyDecoding] = [
             { HTTPResponseSerializer() }, { JSONResponseSerializer() }, { XMLParserResponseSerializer() },
-            { PropertyListResponseSerializer() }, { ImageResponseSerializer() },
+            { XMLDocumentResponseSerializer() }, { PropertyListResponseSerializer() }, { ImageResponseSerializer() },
             { DecodableResponseSerializer<[String: Int]>() },
+            // Settings kept as given, in mixed case: compared ignoring case on both paths.
+            {
+                var json = JSONResponseSerializer()
+                json.acceptableContentTypes = ["Application/JSON", "TEXT/xml"]
+                return json
+            },
         ]
 
         @Test(arguments: [200, 204, 404, 500])
@@ -83,7 +89,8 @@ extension AllTests {
 
         @Test func onlyTheLibrarysOwnSerializersJudgeFromTheHead() {
             for make in Self.serializers {
-                #expect(ChosenResponseSerializer(make()).headJudge != nil)
+                let serializer: any URLResponseSerialization = make()
+                #expect(ChosenResponseSerializer(serializer).headJudge != nil, "\(type(of: serializer))")
             }
             #expect(ChosenResponseSerializer(StatusEchoingSerializer()).headJudge == nil)
             #expect(ChosenResponseSerializer(CompoundResponseSerializer([JSONResponseSerializer()])).headJudge == nil)

@@ -27,6 +27,36 @@ private struct ShoutingSerializer: ValidatingResponseSerializer {
     }
 }
 
+/// A user's request serializer that changes the verbs' requests where they are made.
+private struct VersionedRequests: URLRequestSerialization {
+    func request(bySerializing request: URLRequest, withParameters parameters: Any?) throws -> URLRequest {
+        try HTTPRequestSerializer().request(bySerializing: request, withParameters: parameters)
+    }
+
+    func request(method: String, urlString: String, parameters: Any?) throws -> URLRequest {
+        var request = try HTTPRequestSerializer().request(method: method, urlString: urlString, parameters: parameters)
+        request.setValue("2", forHTTPHeaderField: "X-API-Version")
+        return request
+    }
+}
+
+/// A user's validation beside the library's: refuses a response that does not say it is signed.
+private struct SignedAnswersOnly: ValidatingResponseSerializer {
+    struct Unsigned: Error {}
+
+    var acceptableStatusCodes = IndexSet(integersIn: 200..<300)
+    var acceptableContentTypes: Set<String>?
+
+    func validate(response: URLResponse?, data: Data?) throws {
+        var library = HTTPResponseSerializer()
+        library.acceptableStatusCodes = acceptableStatusCodes
+        try library.validate(response: response, data: data)
+        guard (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Signed") != nil else { throw Unsigned() }
+    }
+
+    func decode(response: URLResponse?, data: Data?) throws -> Any? { data }
+}
+
 /// What the test server's echo endpoint says about a request.
 private struct Echo: Decodable, Sendable {
     let method: String
@@ -96,15 +126,15 @@ extension AllTests {
             }
         }
 
-        @Test func theManagersTimeoutAppliesOnlyWhereTheSerializerSetsNone() throws {
+        @Test func whatAUserSerializerWritesItselfIsWhatRuns() async throws {
             let manager = manager()
-            manager.timeoutInterval = 3
-            var serializer = HTTPRequestSerializer()
-            serializer.timeoutInterval = 9
-            manager.requestSerializer = serializer
-            #expect(try #require(manager.get("bytes/1", success: nil, failure: nil)).request.timeoutInterval == 9)
-            manager.requestSerializer = SigningSerializer()
-            #expect(try #require(manager.get("bytes/1", success: nil, failure: nil)).request.timeoutInterval == 3)
+            manager.requestSerializer = VersionedRequests()
+            let echo = try await manager.get("echo", parameters: ["q": "1"], as: Echo.self)
+            #expect(echo.headers["x-api-version"] == "2")
+            let unsigned = jsonOperation(.echo)
+            unsigned.responseSerializer = SignedAnswersOnly()
+            let outcome = try await run(unsigned)
+            #expect(outcome.error is SignedAnswersOnly.Unsigned, "\(outcome)")
         }
 
         @Test func aResponseSerializerOfYourOwnValidatesAndKeepsARefusedBodyDecoded() async throws {
