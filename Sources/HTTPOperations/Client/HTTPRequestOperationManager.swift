@@ -241,20 +241,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     func configure(_ operation: HTTPRequestOperation, success: Success?, failure: Failure?) {
         let settings = settings.withLock { $0 }
         operation.setResponseSerializer(settings.responseSerializer)
-        // One lock for what goes to the operation's settings.
-        operation.state.withLock { state in
-            // The tracer is the state's, beside the settings (see `SpanParent`).
-            if let tracer = settings.tracer { state.tracer = tracer }
-            // An operation nobody changed takes the manager's settings as they are: one copy
-            // shared by all. Any other gets the configuration, and keeps what is its own (its
-            // body's destination, redirects, blocks).
-            if state.sharedSettings.isDefaults {
-                state.sharedSettings = settings.forOperations
-            } else {
-                state.settings.configuration = settings.forOperations.value.configuration
-                state.settings.serverTrustEvaluation = settings.forOperations.value.serverTrustEvaluation
-            }
-        }
+        operation.adoptClientSettings(settings.forOperations, tracer: settings.tracer)
         var failureBlock: HTTPRequestOperation.FailureBlock?
         if let failure {
             failureBlock = { @Sendable operation, error in failure(operation, error) }

@@ -99,7 +99,7 @@ extension TransferDriver {
             var data = ResumeData(url: url, method: method, headers: headers, validator: validator,
                                   offset: written.bytes, expectedLength: length, destination: destination)
             (data.entityTag, data.lastModified) = (entityTag, lastModified)
-            operation.state.withLock { $0.resumeData = data }
+            operation.downloadWritten(data)
             guard saving else { return }
             // No bytes and no version (an error answer to a first request, or a file emptied
             // for a version with no validator): nothing to resume from. A sidecar left from
@@ -119,7 +119,7 @@ extension TransferDriver {
     func completedResponse() -> HTTPURLResponse {
         let (held, validator) = withMachine { ($0.held.count, $0.held.validator) }
         var fields = ["Content-Length": "\(held)"]
-        if let type = operation.state.withLock({ $0.responseHead?.0.value(of: "Content-Type") }) {
+        if let type = operation.responseHeadValue(of: "Content-Type") {
             fields["Content-Type"] = type
         }
         switch validator {

@@ -146,10 +146,10 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
             everyStatusIsTheBody: settings.everyStatusIsAnAnswer && settings.download.destination == nil,
             expectsHeads: ["http", "https"].contains(request.url?.scheme?.lowercased() ?? ""))
         let download = settings.download
-        operation.state.withLock { state in
-            state.machine.configure(machineConfiguration, validator: download.validator, entityTag: download.entityTag,
-                                    lastModified: download.lastModified, knownLength: download.knownLength,
-                                    rangeWithoutValidator: download.rangeWithoutValidator)
+        operation.withMachine { machine in
+            machine.configure(machineConfiguration, validator: download.validator, entityTag: download.entityTag,
+                              lastModified: download.lastModified, knownLength: download.knownLength,
+                              rangeWithoutValidator: download.rangeWithoutValidator)
         }
         self.firstTransfer = first
         openSink(stream: outputStream)
@@ -184,18 +184,11 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
         assert(NetworkThread.shared.isCurrentThread, "TransferDriver.\(entry) ran off the network thread")
     }
 
-    /// The operation's machine, in the operation's lock: every event and every read of the
-    /// transfer's state goes through here. None of them changes the operation's phase (an
-    /// outcome during a pause leaves it paused until delivered; see
-    /// ``TransferStateMachine/endedPaused``), so nothing is announced from the network thread:
-    /// Foundation's observers and the metrics backend are callers' code.
+    /// The operation's machine, in the operation's lock (see
+    /// ``URLConnectionOperation/withMachine(_:)``).
     @discardableResult
     func withMachine<Result: Sendable>(_ event: (inout TransferStateMachine) -> Result) -> Result {
-        operation.state.withLock { state in
-            let before = state.phase
-            defer { assert(state.phase == before, "the network thread changed the phase from \(before)") }
-            return event(&state.machine)
-        }
+        operation.withMachine(event)
     }
 
     // MARK: - Commands (network thread)
@@ -270,7 +263,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
         bodyAside = Data()
         if send.reason != .first {
             let next = request
-            operation.state.withLock { $0.currentRequest = next }
+            operation.transferSends(next)
         }
         var rewindsBody = false
         if let stream = request.httpBodyStream {

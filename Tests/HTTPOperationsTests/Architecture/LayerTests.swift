@@ -103,6 +103,34 @@ extension AllTests {
             #expect(uses.isEmpty, "\(uses)")
         }
 
+        /// "The operation's state is its own: only the files of `Operation/` open its lock"
+        /// (URLConnectionOperation+Events.swift): elsewhere, an operation is told and asked by
+        /// name. A file that opens a `state` lock must declare that `state` itself (its own
+        /// class's), and none reaches into another object's (`operation.state`).
+        @Test func onlyTheOperationOpensItsState() throws {
+            let reachingIn = try NSRegularExpression(pattern: #"[\w)?!\]]\.state\b"#)
+            var openings: [String] = []
+            var read = 0
+            for folder in Self.folders where folder != "Operation" {
+                for file in try Self.files(in: folder) {
+                    read += 1
+                    let code = try Self.code(of: file)
+                    let ownsAState = code.contains("let state = ") || code.contains("let state: ")
+                    for line in code.split(separator: "\n").map(String.init) {
+                        // A class's own, through `self`, is not another object's.
+                        let probe = ownsAState ? line.replacingOccurrences(of: "self?.state", with: "")
+                            .replacingOccurrences(of: "self.state", with: "") : line
+                        let reaches = reachingIn.firstMatch(in: probe, range: NSRange(probe.startIndex..., in: probe)) != nil
+                        if reaches || (!ownsAState && line.contains("state.withLock")) {
+                            openings.append("\(file.lastPathComponent): \(line.trimmingCharacters(in: .whitespaces))")
+                        }
+                    }
+                }
+            }
+            #expect(read > 50, "only \(read) files read")
+            #expect(openings.isEmpty, "\(openings)")
+        }
+
         /// "`Errors/` … uses `Security/` (`SecurityPolicy.PinningMode`, in `SecurityError`)":
         /// nothing else.
         @Test func errorsUseOnlySecurity() throws {

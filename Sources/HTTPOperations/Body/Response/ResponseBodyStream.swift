@@ -63,11 +63,7 @@ public struct ResponseBodyStream: AsyncSequence, Sendable {
     /// ``HTTPRequestOperationManager/stream(_:)``).
     public init(_ operation: HTTPRequestOperation) {
         let channel = ResponseBodyChannel()
-        operation.state.withLock { state in
-            state.settings.bodyChannel = channel
-            state.settings.download.destination = nil
-            state.settings.outputStream = Handover(nil)
-        }
+        operation.streamBody(to: channel)
         operation.whenOutcomeKnown { operation in channel.finish(operation.error) }
         lifetime = Lifetime(operation: operation, channel: channel)
     }

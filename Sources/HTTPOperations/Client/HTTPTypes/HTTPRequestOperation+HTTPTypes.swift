@@ -19,7 +19,7 @@ extension HTTPRequestOperation {
     /// ``URLConnectionOperation/responseTrailerFields`` as swift-http-types' `HTTPFields`: the
     /// trailer fields after the final response's body; empty when there were none.
     public var responseTrailers: HTTPFields {
-        state.withLock { $0.responseTrailers }?.httpFields ?? HTTPFields()
+        receivedTrailers?.httpFields ?? HTTPFields()
     }
 }
 

@@ -149,9 +149,7 @@ extension HTTPRequestOperationManager {
         body?.attach(to: &urlRequest)
         let operation = httpRequestOperation(with: urlRequest, success: nil, failure: nil)
         operation.setResponseSerializer(Self.everyAnswer)
-        // In the state, not the settings: those stay shared with the manager's operations
-        // (but for a streamed body's: `ResponseBodyStream` sets its channel in them).
-        operation.state.withLock { $0.everyStatusIsAnAnswer = true }
+        operation.answerEveryStatus()
         return operation
     }
 
