@@ -37,11 +37,11 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     public typealias FailureBlock = @Sendable (_ operation: HTTPRequestOperation, _ error: any Error) -> Void
 
     /// This class's mutable fields, kept in ``URLConnectionOperation``'s state.
-    struct HTTPState: @unchecked Sendable {
-        // @unchecked: `responseObject` is whatever the serializer made (JSON objects are
-        // `Any`); it is written once on the completion queue and read after.
+    struct HTTPState {
         var responseSerializer = ChosenResponseSerializer.data
-        var responseObject: Any?
+        /// Whatever the serializer made (JSON objects are `Any`, which is not `Sendable`):
+        /// written once, on the completion queue, before the blocks run, and only read after.
+        var responseObject = Handover<Any?>(nil)
         var success: SuccessBlock?
         var failure: FailureBlock?
     }
@@ -67,7 +67,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     /// What ``responseSerializer`` made of the response; nil until the operation finished.
     /// When the response failed validation (a 4xx or 5xx) but its body decodes, this is the
     /// decoded body, so the failure can be read.
-    public var responseObject: Any? { state.withLock { $0.http.responseObject } }
+    public var responseObject: Any? { state.withLock { $0.http.responseObject }.value }
 
     /// Sets the blocks that report the outcome; exactly one of them runs, once.
     ///
@@ -99,8 +99,9 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
                 }
             }
         }
+        let made = Handover(object)
         let blocks = state.withLock { state -> (SuccessBlock?, FailureBlock?) in
-            state.http.responseObject = object
+            state.http.responseObject = made
             defer { (state.http.success, state.http.failure) = (nil, nil) }
             return (state.http.success, state.http.failure)
         }
