@@ -19,10 +19,9 @@ import Glibc
 /// later job is refused.
 ///
 /// Thread-safety: the only state touched from other threads is the inbox, which lives behind
-/// its own `Mutex`, the count of live connections, an atomic, and the loop's stop flag, an
-/// atomic too. The run loop, the multi handle and the callback batch are the network thread's
-/// own: handed over once at start-up, and read through accessors that check, in debug builds,
-/// that they run on it.
+/// its own `Mutex`, and the count of live connections, an atomic. The run loop, the multi
+/// handle and the callback batch are the network thread's own: handed over once at start-up,
+/// and read through accessors that check, in debug builds, that they run on it.
 final class NetworkThread: Sendable {
     /// The process-wide network thread, started on first use.
     static let shared = NetworkThread()
@@ -261,9 +260,10 @@ private final class StartupHandshake: Sendable {
         let thread: pthread_t
     }
 
-    /// Written once by the network thread before `ready.signal()`, read after `ready.wait()`;
-    /// handed over whole: the thread does not touch it again before `NetworkThread.init` has
-    /// stored it, and from then on only through the accessors that check the thread.
+    /// Written once by the network thread before `ready.signal()`, read after `ready.wait()`.
+    /// The references are shared, not moved: the thread goes on using its run loop and multi
+    /// handle while `NetworkThread.init` stores them, and `init` only stores them; every later
+    /// use is through the accessors that check the thread.
     private let context = Mutex<Handover<Context>?>(nil)
     private let ready = DispatchSemaphore(value: 0)
 

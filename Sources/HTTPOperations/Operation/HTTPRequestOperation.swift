@@ -37,7 +37,7 @@ open class HTTPRequestOperation: URLConnectionOperation, @unchecked Sendable {
     public typealias FailureBlock = @Sendable (_ operation: HTTPRequestOperation, _ error: any Error) -> Void
 
     /// This class's mutable fields, kept in ``URLConnectionOperation``'s state.
-    struct HTTPState {
+    struct HTTPState: Sendable {
         var responseSerializer = ChosenResponseSerializer.data
         /// Whatever the serializer made (JSON objects are `Any`, which is not `Sendable`):
         /// written once, on the completion queue, before the blocks run, and only read after.

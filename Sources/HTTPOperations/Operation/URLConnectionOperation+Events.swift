@@ -55,7 +55,7 @@ extension URLConnectionOperation {
     func withMachine<Result: Sendable>(_ event: (inout TransferStateMachine) -> Result) -> Result {
         state.withLock { state in
             let before = state.phase
-            defer { assert(state.phase == before, "the network thread changed the phase from \(before)") }
+            defer { assert(state.phase == before, "a transfer event changed the phase from \(before)") }
             return event(&state.machine)
         }
     }
