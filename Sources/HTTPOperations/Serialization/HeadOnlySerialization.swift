@@ -27,8 +27,8 @@ extension HeadOnlyDecoding {
 }
 
 /// A response serializer, with whether it is one of the library's own worked out once, when
-/// it is set: asked per response, the protocol cast cost about 1,700 instructions of a small
-/// GET. A manager keeps one for all its operations.
+/// it is set: a protocol cast is too dear to ask per response (Docs/Performance.md). A
+/// manager keeps one for all its operations.
 struct ChosenResponseSerializer: Sendable {
     /// The serializer.
     let serializer: any URLResponseSerialization

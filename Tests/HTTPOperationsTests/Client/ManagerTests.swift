@@ -313,8 +313,12 @@ extension AllTests {
             let recorder = OutcomeRecorder()
             var operations: [HTTPRequestOperation] = []     // kept alive: the recorder keys by identity
             for index in 0..<10_000 {
-                let operation = try #require(manager.get("bytes/\(index % 50 + 1)", success: nil, failure: nil))
+                // Watched before it is enqueued: a verb enqueues at once, and an operation that
+                // finished before its blocks were set would be counted as lost.
+                let operation = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.bytes(index % 50 + 1))),
+                                                             success: nil, failure: nil)
                 recorder.watch(operation)
+                manager.enqueue(operation)
                 operations.append(operation)
             }
             try await recorder.done.wait(times: 10_000, timeout: .seconds(120))
