@@ -314,7 +314,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         let serializer = settings.withLock { $0.requestSerializer }
         if let body {
             return try serializer.multipartFormRequest(method: method, urlString: url,
-                                                          parameters: parameters as? [String: Any], constructingBodyWith: body)
+                                                       parameters: parameters as? [String: Any], constructingBodyWith: body)
         }
         return try serializer.request(method: method, urlString: url, parameters: parameters)
     }
