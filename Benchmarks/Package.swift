@@ -9,6 +9,8 @@ let package = Package(
         .package(name: "HTTPOperations", path: ".."),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // AsyncHTTPClient's TLS, named to give it the benchmark's test CA.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // Backends for the `observed` client: logging, metrics and tracing switched on.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
@@ -26,6 +28,7 @@ let package = Package(
                 .product(name: "HTTPOperations", package: "HTTPOperations"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

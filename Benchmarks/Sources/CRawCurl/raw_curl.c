@@ -55,10 +55,16 @@ static void start(CURLM *multi, slot *s, const char *url, const char *path, int 
     curl_multi_add_handle(multi, s->easy);
 }
 
-raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const char *path, int reuse_buffer) {
+raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const char *path, int reuse_buffer,
+                             const char *ca_file, int multiplex) {
     raw_curl_result result = {0, 0, 0};
     CURLM *multi = curl_multi_init();
     curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    // The connection cache sized as HTTPOperations sizes it (four per transfer at once, at
+    // least 16). curl's default follows the handles added at the moment, and between a removal
+    // and the re-add below it closed warm TLS connections: 130 connects for 2,000 small HTTPS
+    // GETs at 16 in flight instead of 16.
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, in_flight * 4 > 16 ? in_flight * 4 : 16L);
     slot *slots = calloc((size_t)in_flight, sizeof(slot));
     long started = 0;
     for (long i = 0; i < in_flight; i++) {
@@ -68,6 +74,8 @@ raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const 
         curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
         curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+        if (ca_file) curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
+        if (multiplex) curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
         curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, path ? on_body_to_file : on_body);
         curl_easy_setopt(easy, CURLOPT_WRITEDATA, &slots[i]);
         curl_easy_setopt(easy, CURLOPT_PRIVATE, &slots[i]);

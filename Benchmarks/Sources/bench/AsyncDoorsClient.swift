@@ -12,9 +12,7 @@ enum AsyncDoorsClient {
     enum Door { case asyncVerb, httpTypes }
 
     static func run(_ workload: Workload, door: Door) -> Tally {
-        let manager = HTTPRequestOperationManager()
-        manager.operationQueue.maxConcurrentOperationCount = workload.inFlight
-        manager.responseSerializer = HTTPResponseSerializer()
+        let manager = OperationsClient.manager(workload)
         let done = DispatchSemaphore(value: 0)
         let result = Mutex(Tally())
         Task {

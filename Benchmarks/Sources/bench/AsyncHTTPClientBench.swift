@@ -1,13 +1,26 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOSSL
 
-/// AsyncHTTPClient 1.37 with `inFlight` requests at a time in a task group.
+/// AsyncHTTPClient 1.37 with `inFlight` requests at a time in a task group, in its default
+/// configuration but for the connection limit and the authorities trusted (its HTTP version is
+/// `.automatic`: HTTP/2 where the server's ALPN offers it, streams on one connection).
 enum AsyncHTTPClientBench {
-    static func run(_ workload: Workload) throws -> Tally {
+    /// A client with `inFlight` connections per host and the workload's authorities.
+    static func client(_ workload: Workload) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = workload.inFlight
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        if let caFile = workload.caFile {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .file(caFile)
+            configuration.tlsConfiguration = tls
+        }
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    static func run(_ workload: Workload) throws -> Tally {
+        let client = client(workload)
         let done = DispatchSemaphore(value: 0)
         let result = ResultBox()
         Task {
@@ -33,7 +46,8 @@ enum AsyncHTTPClientBench {
         return result.get()
     }
 
-    private static func fetch(_ client: HTTPClient, _ workload: Workload) async -> (Bool, Int64) {
+    /// One GET: whether it answered 200, and its body's length.
+    static func fetch(_ client: HTTPClient, _ workload: Workload) async -> (Bool, Int64) {
         do {
             let response = try await client.execute(HTTPClientRequest(url: workload.url.absoluteString), timeout: .seconds(120))
             guard response.status == .ok else { return (false, 0) }

@@ -72,19 +72,42 @@ struct Bench: ParsableCommand {
     @Option(help: "Write each body to this file instead of memory.")
     var toFile: String?
 
-    @Option(help: "Trust this PEM file's authorities (https; operations client).")
+    @Option(help: """
+        Trust this PEM file's authorities instead of the system's (https; every client but \
+        URLSession, which reads only the system's: Benchmarks/run adds the CA to it in a mount \
+        namespace of its own).
+        """)
     var cacert: String?
 
-    @Option(name: .customLong("pinned-key"), help: "Pin this public key, as sha256//BASE64 (https; operations client).")
+    @Option(name: .customLong("pinned-key"), help: "Pin this public key, as sha256//BASE64 (https; HTTPOperations' clients).")
     var pinnedKey: String?
 
+    @Flag(help: "Wait for a connection that may multiplex (raw: CURLOPT_PIPEWAIT; HTTPOperations does it by itself).")
+    var multiplex = false
+
+    @Option(help: """
+        Open loop: issue the requests at this many per second, whatever is in flight, and report \
+        latency percentiles from each request's due time (--in-flight then caps connections).
+        """)
+    var rate: Double?
+
     func run() throws {
+        // Certificates are read and the policy built before the clock starts.
+        let workload = try makeWorkload()
         let cpuBefore = cpuSeconds()
         let started = DispatchTime.now()
-        let result = try measure()
+        var openLoop: LatencyRecorder?
+        let result: Tally
+        if let rate {
+            guard rate > 0 else { throw ValidationError("--rate must be positive") }
+            openLoop = try OpenLoop.run(client, workload, rate: rate)
+            result = openLoop!.tally
+        } else {
+            result = try measure(workload)
+        }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
         let cpu = cpuSeconds() - cpuBefore
-        let line: [String: Any] = [
+        var line: [String: Any] = [
             "client": client.rawValue, "count": count, "inFlight": inFlight,
             "completed": result.completed, "failed": result.failed, "bytes": result.bytes,
             "seconds": elapsed, "cpuSeconds": cpu,
@@ -94,18 +117,33 @@ struct Bench: ParsableCommand {
             "microsecondsPerOperation": elapsed / Double(max(result.completed, 1)) * 1e6,
             "peakRSSBytes": peakRSS(),
         ]
+        if let openLoop, let rate {
+            let percentiles = openLoop.milliseconds(at: [0.5, 0.99, 0.999, 1])
+            line["rate"] = rate
+            line["duplicates"] = openLoop.duplicates
+            line["warmUpRequests"] = openLoop.warmUp
+            for (key, value) in zip(["p50Milliseconds", "p99Milliseconds", "p999Milliseconds", "maxMilliseconds"], percentiles) {
+                line[key] = value.isFinite ? value : NSNull()
+            }
+        }
         let json = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])
         print(String(decoding: json, as: UTF8.self))
         if result.failed > 0 { throw ExitCode(2) }
+        // An answer recorded twice for one request is the harness's or the client's bug.
+        if let openLoop, openLoop.duplicates > 0 { throw ExitCode(3) }
     }
 
-    private func measure() throws -> Tally {
+    private func makeWorkload() throws -> Workload {
         guard let target = URL(string: url) else { throw ValidationError("bad URL") }
-        let workload = Workload(url: target, count: count, inFlight: inFlight, file: toFile)
+        return Workload(url: target, count: count, inFlight: inFlight, file: toFile, caFile: cacert,
+                        securityPolicy: try securityPolicy(), multiplex: multiplex)
+    }
+
+    private func measure(_ workload: Workload) throws -> Tally {
         switch client {
         case .raw: return RawClient.run(workload)
         case .rawReuse: return RawClient.run(workload, reusingBuffers: true)
-        case .operations: return try OperationsClient.run(workload, configure: tlsPolicy())
+        case .operations: return try OperationsClient.run(workload)
         case .observed: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging, .metrics, .tracing]) }
         case .observedLogging: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.logging]) }
         case .observedMetrics: return try OperationsClient.run(workload) { ObservedClient.switchOn($0, [.metrics]) }
@@ -125,14 +163,13 @@ struct Bench: ParsableCommand {
         }
     }
 
-    /// The security policy `--cacert` and `--pinned-key` ask for, as a manager setting.
-    private func tlsPolicy() throws -> (HTTPRequestOperationManager) -> Void {
-        guard cacert != nil || pinnedKey != nil else { return { _ in } }
+    /// The security policy `--cacert` and `--pinned-key` ask for; nil for the default one.
+    private func securityPolicy() throws -> SecurityPolicy? {
+        guard cacert != nil || pinnedKey != nil else { return nil }
         let authorities = try cacert.map { try TLSCertificate.certificates(contentsOf: URL(fileURLWithPath: $0)) }
-        let policy = try SecurityPolicy(pinningMode: pinnedKey == nil ? .none : .publicKey,
-                                        pinnedPublicKeys: try pinnedKey.map { [try PublicKeyPin($0)] } ?? [],
-                                        trustedCertificateAuthorities: authorities)
-        return { $0.securityPolicy = policy }
+        return try SecurityPolicy(pinningMode: pinnedKey == nil ? .none : .publicKey,
+                                  pinnedPublicKeys: try pinnedKey.map { [try PublicKeyPin($0)] } ?? [],
+                                  trustedCertificateAuthorities: authorities)
     }
 
     private func cpuSeconds() -> Double {
@@ -156,6 +193,13 @@ struct Workload: Sendable {
     let inFlight: Int
     /// Bodies go to this file (rewritten per request) instead of memory.
     let file: String?
+    /// The PEM file of the authorities a TLS server is verified against; nil for the system's.
+    let caFile: String?
+    /// What HTTPOperations' clients set as their manager's policy (trusting `caFile`); nil to
+    /// leave the default.
+    let securityPolicy: SecurityPolicy?
+    /// Raw libcurl waits for a connection that may multiplex (`--multiplex`).
+    let multiplex: Bool
 
     /// The URL's parts as the HTTPTypes door's caller writes them (Docs/HTTPTypesDoor.md),
     /// taken apart once, as the other clients parse the URL once: an `HTTPRequest` made from
@@ -164,11 +208,15 @@ struct Workload: Sendable {
     /// (Docs/Performance.md).
     let target: (scheme: String, authority: String, path: String)
 
-    init(url: URL, count: Int, inFlight: Int, file: String?) {
+    init(url: URL, count: Int, inFlight: Int, file: String?, caFile: String? = nil,
+         securityPolicy: SecurityPolicy? = nil, multiplex: Bool = false) {
         self.url = url
         self.count = count
         self.inFlight = inFlight
         self.file = file
+        self.caFile = caFile
+        self.securityPolicy = securityPolicy
+        self.multiplex = multiplex
         let host = url.host(percentEncoded: true).map { $0.contains(":") ? "[\($0)]" : $0 } ?? ""
         let authority = url.port.map { "\(host):\($0)" } ?? host
         let path = url.path(percentEncoded: true)

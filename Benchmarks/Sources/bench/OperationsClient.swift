@@ -29,10 +29,12 @@ enum OperationsClient {
         }
     }
 
-    private static func manager(_ workload: Workload) -> HTTPRequestOperationManager {
+    /// A manager with the workload's concurrency and policy, answering bodies as `Data`.
+    static func manager(_ workload: Workload) -> HTTPRequestOperationManager {
         let manager = HTTPRequestOperationManager()
         manager.operationQueue.maxConcurrentOperationCount = workload.inFlight
         manager.responseSerializer = HTTPResponseSerializer()
+        if let policy = workload.securityPolicy { manager.securityPolicy = policy }
         return manager
     }
 

@@ -7,7 +7,7 @@ enum RawClient {
     /// new body per response.
     static func run(_ workload: Workload, reusingBuffers: Bool = false) -> Tally {
         let result = raw_curl_run(workload.url.absoluteString, workload.count, workload.inFlight, workload.file,
-                                  reusingBuffers ? 1 : 0)
+                                  reusingBuffers ? 1 : 0, workload.caFile, workload.multiplex ? 1 : 0)
         return Tally(completed: result.completed, failed: result.failed, bytes: result.body_bytes)
     }
 }

@@ -1,0 +1,122 @@
+#include "raw_curl.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/// One request of the schedule, in flight: its easy handle, its body, and when it was due.
+typedef struct {
+    CURL *easy;
+    char *data;
+    size_t length;
+    size_t capacity;
+    long index;
+} request_slot;
+
+static size_t on_open_loop_body(char *bytes, size_t size, size_t count, void *user) {
+    request_slot *s = user;
+    size_t n = size * count;
+    if (s->length + n > s->capacity) {
+        size_t capacity = s->capacity ? s->capacity : 16384;
+        while (capacity < s->length + n) capacity *= 2;
+        char *grown = realloc(s->data, capacity);
+        if (!grown) return 0;
+        s->data = grown;
+        s->capacity = capacity;
+    }
+    memcpy(s->data + s->length, bytes, n);
+    s->length += n;
+    return n;
+}
+
+static double monotonic_seconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static request_slot *new_slot(const char *url, const char *ca_file) {
+    request_slot *s = calloc(1, sizeof(request_slot));
+    CURL *easy = curl_easy_init();
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (ca_file) curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
+    curl_easy_setopt(easy, CURLOPT_URL, url);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_open_loop_body);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, s);
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, s);
+    s->easy = easy;
+    return s;
+}
+
+raw_curl_result raw_curl_open_loop(const char *url, long count, double rate, const char *ca_file,
+                                   long max_host_connections, double *latencies) {
+    raw_curl_result result = {0, 0, 0};
+    CURLM *multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max_host_connections);
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, max_host_connections * 4 > 16 ? max_host_connections * 4 : 16L);
+    // Finished requests' slots wait here for the next due one (a stack): a handle keeps its
+    // connection cache entry warm, as a client's pooled handles do.
+    request_slot **idle = calloc((size_t)count, sizeof(request_slot *));
+    long idle_count = 0, issued = 0;
+    for (long i = 0; i < count; i++) latencies[i] = -1;
+    const double start = monotonic_seconds() + 0.01;
+    while (result.completed + result.failed < count) {
+        // Every request due by now goes in, however many are still out: the schedule does not
+        // wait for the client (no coordinated omission).
+        double now = monotonic_seconds();
+        while (issued < count && start + (double)issued / rate <= now) {
+            request_slot *s = idle_count > 0 ? idle[--idle_count] : new_slot(url, ca_file);
+            s->index = issued++;
+            s->length = 0;
+            free(s->data);
+            s->data = NULL;
+            s->capacity = 0;
+            curl_multi_add_handle(multi, s->easy);
+        }
+        int running;
+        curl_multi_perform(multi, &running);
+        int queued;
+        CURLMsg *message;
+        while ((message = curl_multi_info_read(multi, &queued))) {
+            if (message->msg != CURLMSG_DONE) continue;
+            CURL *easy = message->easy_handle;
+            CURLcode code = message->data.result;
+            request_slot *s;
+            long status = 0;
+            curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&s);
+            curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+            curl_multi_remove_handle(multi, easy);
+            if (code == CURLE_OK && status == 200) {
+                result.completed++;
+                result.body_bytes += (int64_t)s->length;
+                latencies[s->index] = monotonic_seconds() - (start + (double)s->index / rate);
+            } else {
+                result.failed++;
+            }
+            idle[idle_count++] = s;
+        }
+        if (result.completed + result.failed < count) {
+            // Until the next request is due, or something happens on a socket.
+            int wait_ms = 1000;
+            if (issued < count) {
+                double until = start + (double)issued / rate - monotonic_seconds();
+                wait_ms = until <= 0 ? 0 : (int)(until * 1000);
+            }
+            if (wait_ms > 0) curl_multi_poll(multi, NULL, 0, wait_ms, NULL);
+        }
+    }
+    for (long i = 0; i < idle_count; i++) {
+        curl_easy_cleanup(idle[i]->easy);
+        free(idle[i]->data);
+        free(idle[i]);
+    }
+    free(idle);
+    curl_multi_cleanup(multi);
+    return result;
+}

@@ -1,0 +1,186 @@
+import ArgumentParser
+import AsyncHTTPClient
+import CRawCurl
+import Foundation
+import HTTPOperations
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Latency under a fixed load: request `i` is due `i / rate` seconds after the start and is
+/// issued then, however many are still in flight. Its latency runs from when it was due to
+/// when its whole answer was in, so a client that falls behind cannot hide its queue: a
+/// request it could not start on time counts its wait (no coordinated omission). Each client
+/// keeps at most `inFlight` connections (or, for HTTPOperations, operations running) at once;
+/// the rest wait in the client's own queue, and that wait counts. The requests due in the
+/// first second are issued but left out of the percentiles (``LatencyRecorder/warmUp``).
+enum OpenLoop {
+    /// Runs `workload.count` requests at `rate` per second through `client`.
+    static func run(_ client: Bench.Client, _ workload: Workload, rate: Double) throws -> LatencyRecorder {
+        let recorder = LatencyRecorder(count: workload.count, rate: rate)
+        switch client {
+        case .raw:
+            var latencies = [Double](repeating: -1, count: workload.count)
+            let result = raw_curl_open_loop(workload.url.absoluteString, workload.count, rate, workload.caFile,
+                                            workload.inFlight, &latencies)
+            recorder.takeRaw(latencies, bytes: result.body_bytes)
+        case .operations:
+            let manager = OperationsClient.manager(workload)
+            recorder.drive { index in
+                let operation = manager.httpRequestOperation(with: URLRequest(url: workload.url), success: { _, object in
+                    recorder.record(index, ok: true, bytes: Int64((object as? Data)?.count ?? 0))
+                }, failure: { _, _ in recorder.record(index, ok: false, bytes: 0) })
+                manager.enqueue(operation)
+            }
+        case .async:
+            let manager = OperationsClient.manager(workload)
+            recorder.drive { index in
+                Task {
+                    do {
+                        let request = try manager.requestSerializer.request(method: "GET", urlString: workload.url.absoluteString,
+                                                                            parameters: nil)
+                        let body = try await manager.run(manager.httpRequestOperation(with: request, success: nil, failure: nil),
+                                                         as: Data?.self)
+                        recorder.record(index, ok: true, bytes: Int64(body?.count ?? 0))
+                    } catch {
+                        recorder.record(index, ok: false, bytes: 0)
+                    }
+                }
+            }
+        case .asynchttpclient:
+            let client = AsyncHTTPClientBench.client(workload)
+            defer { try? client.syncShutdown() }
+            recorder.drive { index in
+                Task {
+                    let (ok, bytes) = await AsyncHTTPClientBench.fetch(client, workload)
+                    recorder.record(index, ok: ok, bytes: bytes)
+                }
+            }
+            recorder.wait()
+        case .urlsession:
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpMaximumConnectionsPerHost = workload.inFlight
+            let session = URLSession(configuration: configuration)
+            defer { session.invalidateAndCancel() }
+            recorder.drive { index in
+                session.dataTask(with: workload.url) { data, response, error in
+                    recorder.record(index, ok: error == nil && (response as? HTTPURLResponse)?.statusCode == 200,
+                                    bytes: Int64(data?.count ?? 0))
+                }.resume()
+            }
+            recorder.wait()
+        default:
+            throw ValidationError("--rate: raw, operations, async, urlsession or asynchttpclient")
+        }
+        recorder.wait()
+        return recorder
+    }
+}
+
+/// The schedule of an open-loop run and what each request's answer took from when it was due.
+///
+/// Holds its mutable state in one struct behind one `Mutex`.
+final class LatencyRecorder: Sendable {
+    private struct State {
+        /// Seconds from due to answered; -1 while unanswered, -2 for a failure.
+        var latencies: [Double]
+        var tally = Tally()
+        /// Answers recorded for a request already answered: must stay 0.
+        var duplicates = 0
+        var unanswered: Int
+    }
+
+    private let state: Mutex<State>
+    private let done = DispatchSemaphore(value: 0)
+    private let rate: Double
+    private let count: Int
+    /// CLOCK_MONOTONIC nanoseconds at which request 0 is due.
+    private let start: UInt64
+
+    init(count: Int, rate: Double) {
+        self.count = count
+        self.rate = rate
+        state = Mutex(State(latencies: [Double](repeating: -1, count: count), unanswered: count))
+        start = Self.now() + 10_000_000
+    }
+
+    static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    private func due(_ index: Int) -> UInt64 {
+        start + UInt64((Double(index) / rate * 1e9).rounded())
+    }
+
+    /// Calls `issue` with each request's index when it is due, on this thread, sleeping in
+    /// between (never waiting for an answer).
+    func drive(_ issue: (Int) -> Void) {
+        for index in 0..<count {
+            let due = due(index)
+            var time = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
+            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
+            issue(index)
+        }
+    }
+
+    /// Records request `index`'s answer, now.
+    func record(_ index: Int, ok: Bool, bytes: Int64) {
+        let latency = Double(Int64(bitPattern: Self.now() &- due(index))) / 1e9
+        let last = state.withLock { state -> Bool in
+            guard state.latencies[index] == -1 else {
+                state.duplicates += 1
+                return false
+            }
+            state.latencies[index] = ok ? latency : -2
+            if ok { state.tally.completed += 1; state.tally.bytes += bytes } else { state.tally.failed += 1 }
+            state.unanswered -= 1
+            return state.unanswered == 0
+        }
+        if last { done.signal() }
+    }
+
+    /// The raw client's latencies, measured in C on the same clock.
+    func takeRaw(_ latencies: [Double], bytes: Int64) {
+        state.withLock { state in
+            for (index, latency) in latencies.enumerated() {
+                state.latencies[index] = latency < 0 ? -2 : latency
+                if latency < 0 { state.tally.failed += 1 } else { state.tally.completed += 1 }
+            }
+            state.tally.bytes = bytes
+            state.unanswered = 0
+        }
+        done.signal()
+    }
+
+    /// Waits for every request's answer (any number of times).
+    func wait() {
+        guard count > 0 else { return }
+        done.wait()
+        done.signal()
+    }
+
+    var tally: Tally { state.withLock { $0.tally } }
+    var duplicates: Int { state.withLock { $0.duplicates } }
+
+    /// The requests left out of the percentiles: those due in the first second (a fifth of the
+    /// run at most), while each client opens its connections and shakes hands. A server's
+    /// client runs warm; the handshakes have a row of their own.
+    var warmUp: Int { min(count / 5, Int(rate)) }
+
+    /// Milliseconds at each of `quantiles` (nearest rank) over the answered requests after
+    /// the warm-up.
+    func milliseconds(at quantiles: [Double]) -> [Double] {
+        let sorted = state.withLock { $0.latencies[warmUp...].filter { $0 >= 0 } }.sorted()
+        guard !sorted.isEmpty else { return quantiles.map { _ in .nan } }
+        return quantiles.map { quantile in
+            let rank = max(1, Int((quantile * Double(sorted.count)).rounded(.up)))
+            return sorted[min(rank, sorted.count) - 1] * 1e3
+        }
+    }
+}
