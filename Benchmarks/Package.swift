@@ -9,6 +9,8 @@ let package = Package(
         .package(name: "HTTPOperations", path: ".."),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // The upload workloads' server (uploadsink), on AsyncHTTPClient's SwiftNIO.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // AsyncHTTPClient's TLS, named to give it the benchmark's test CA.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // Backends for the `observed` client: logging, metrics and tracing switched on.
@@ -35,6 +37,15 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // The server the upload workloads POST to: reads each whole body, then answers.
+        .executableTarget(
+            name: "uploadsink",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // Issue 15's scale figures: 10,000 slow transfers on one network thread, 1,000 HTTP/2

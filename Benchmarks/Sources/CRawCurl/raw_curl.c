@@ -62,8 +62,7 @@ raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const 
     curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     // The connection cache sized as HTTPOperations sizes it (four per transfer at once, at
     // least 16). curl's default follows the handles added at the moment, and between a removal
-    // and the re-add below it closed warm TLS connections: 130 connects for 2,000 small HTTPS
-    // GETs at 16 in flight instead of 16.
+    // and the re-add below it closed warm TLS connections (Docs/Performance.md).
     curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, in_flight * 4 > 16 ? in_flight * 4 : 16L);
     slot *slots = calloc((size_t)in_flight, sizeof(slot));
     long started = 0;

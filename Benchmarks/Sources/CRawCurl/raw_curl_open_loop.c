@@ -54,25 +54,33 @@ static request_slot *new_slot(const char *url, const char *ca_file) {
 }
 
 raw_curl_result raw_curl_open_loop(const char *url, long count, double rate, const char *ca_file,
-                                   long max_host_connections, double *latencies) {
+                                   long max_in_flight, double *latencies) {
     raw_curl_result result = {0, 0, 0};
     CURLM *multi = curl_multi_init();
     curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max_host_connections);
-    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, max_host_connections * 4 > 16 ? max_host_connections * 4 : 16L);
-    // Finished requests' slots wait here for the next due one (a stack): a handle keeps its
-    // connection cache entry warm, as a client's pooled handles do.
-    request_slot **idle = calloc((size_t)count, sizeof(request_slot *));
-    long idle_count = 0, issued = 0;
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, max_in_flight * 4 > 16 ? max_in_flight * 4 : 16L);
+    // At most `max_in_flight` transfers are in curl at once, each on its own pooled handle;
+    // requests due beyond them wait in this loop's queue, which is simply the indices from
+    // `started` to the last one due (requests start in the order they fall due), as the Swift
+    // clients' places do (OpenLoop.swift). Handing curl every due request instead makes each
+    // curl_multi_perform walk them all: a loop that fell behind never caught up.
+    request_slot **idle = calloc((size_t)max_in_flight, sizeof(request_slot *));
+    long idle_count = 0, created = 0, started = 0;
     for (long i = 0; i < count; i++) latencies[i] = -1;
     const double start = monotonic_seconds() + 0.01;
     while (result.completed + result.failed < count) {
-        // Every request due by now goes in, however many are still out: the schedule does not
-        // wait for the client (no coordinated omission).
+        // Every request due by now is queued, however many are still out: the schedule does
+        // not wait for the client (no coordinated omission), and the wait counts.
         double now = monotonic_seconds();
-        while (issued < count && start + (double)issued / rate <= now) {
-            request_slot *s = idle_count > 0 ? idle[--idle_count] : new_slot(url, ca_file);
-            s->index = issued++;
+        while (started < count && start + (double)started / rate <= now && (idle_count > 0 || created < max_in_flight)) {
+            request_slot *s;
+            if (idle_count > 0) {
+                s = idle[--idle_count];
+            } else {
+                s = new_slot(url, ca_file);
+                created++;
+            }
+            s->index = started++;
             s->length = 0;
             free(s->data);
             s->data = NULL;
@@ -102,10 +110,11 @@ raw_curl_result raw_curl_open_loop(const char *url, long count, double rate, con
             idle[idle_count++] = s;
         }
         if (result.completed + result.failed < count) {
-            // Until the next request is due, or something happens on a socket.
+            // Until the next request is due (when a handle is free for it), or something
+            // happens on a socket.
             int wait_ms = 1000;
-            if (issued < count) {
-                double until = start + (double)issued / rate - monotonic_seconds();
+            if (started < count && (idle_count > 0 || created < max_in_flight)) {
+                double until = start + (double)started / rate - monotonic_seconds();
                 wait_ms = until <= 0 ? 0 : (int)(until * 1000);
             }
             if (wait_ms > 0) curl_multi_poll(multi, NULL, 0, wait_ms, NULL);

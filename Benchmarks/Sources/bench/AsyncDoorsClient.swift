@@ -1,7 +1,6 @@
 import Foundation
 import HTTPOperations
 import HTTPTypes
-import Synchronization
 
 /// HTTPOperations through its async doors, `inFlight` requests at a time in a task group (as
 /// AsyncHTTPClient is driven): a request built by the manager's request serializer, awaited with
@@ -13,28 +12,7 @@ enum AsyncDoorsClient {
 
     static func run(_ workload: Workload, door: Door) -> Tally {
         let manager = OperationsClient.manager(workload)
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex(Tally())
-        Task {
-            let tally = await withTaskGroup(of: Int64?.self) { group -> Tally in
-                var tally = Tally()
-                var started = 0
-                func add() {
-                    started += 1
-                    group.addTask { await fetch(manager, workload, door) }
-                }
-                while started < min(workload.inFlight, workload.count) { add() }
-                for await bytes in group {
-                    if let bytes { tally.completed += 1; tally.bytes += bytes } else { tally.failed += 1 }
-                    if started < workload.count { add() }
-                }
-                return tally
-            }
-            result.withLock { $0 = tally }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0 }
+        return TaskGroupDriver.run(workload) { await fetch(manager, workload, door) }
     }
 
     /// One GET; the body's length, or nil when it failed.

@@ -21,29 +21,12 @@ enum AsyncHTTPClientBench {
 
     static func run(_ workload: Workload) throws -> Tally {
         let client = client(workload)
-        let done = DispatchSemaphore(value: 0)
-        let result = ResultBox()
-        Task {
-            let tally = await withTaskGroup(of: (Bool, Int64).self) { group -> Tally in
-                var tally = Tally()
-                var started = 0
-                func add() {
-                    started += 1
-                    group.addTask { await fetch(client, workload) }
-                }
-                while started < min(workload.inFlight, workload.count) { add() }
-                for await (ok, bytes) in group {
-                    if ok { tally.completed += 1; tally.bytes += bytes } else { tally.failed += 1 }
-                    if started < workload.count { add() }
-                }
-                return tally
-            }
-            result.set(tally)
-            done.signal()
+        let tally = TaskGroupDriver.run(workload) {
+            let (ok, bytes) = await fetch(client, workload)
+            return ok ? bytes : nil
         }
-        done.wait()
         try client.syncShutdown()
-        return result.get()
+        return tally
     }
 
     /// One GET: whether it answered 200, and its body's length.
@@ -68,13 +51,5 @@ enum AsyncHTTPClientBench {
         } catch {
             return (false, 0)
         }
-    }
-
-    /// Hands the tally from the task to the waiting thread.
-    private final class ResultBox: @unchecked Sendable {
-        // @unchecked: written once before `done.signal()`, read after `done.wait()`.
-        private var tally = Tally()
-        func set(_ value: Tally) { tally = value }
-        func get() -> Tally { tally }
     }
 }

@@ -85,6 +85,12 @@ struct Bench: ParsableCommand {
     @Flag(help: "Wait for a connection that may multiplex (raw: CURLOPT_PIPEWAIT; HTTPOperations does it by itself).")
     var multiplex = false
 
+    @Flag(help: "POST a small JSON object instead of GETs (raw, operations, verbs, async, urlsession, asynchttpclient).")
+    var postJSON = false
+
+    @Option(help: "POST this file instead of GETs (raw, operations, async, urlsession, asynchttpclient).")
+    var postFile: String?
+
     @Option(help: """
         Open loop: issue the requests at this many per second, whatever is in flight, and report \
         latency percentiles from each request's due time (--in-flight then caps connections).
@@ -97,7 +103,7 @@ struct Bench: ParsableCommand {
         let cpuBefore = cpuSeconds()
         let started = DispatchTime.now()
         var openLoop: LatencyRecorder?
-        let result: Tally
+        var result: Tally
         if let rate {
             guard rate > 0 else { throw ValidationError("--rate must be positive") }
             openLoop = try OpenLoop.run(client, workload, rate: rate)
@@ -106,6 +112,8 @@ struct Bench: ParsableCommand {
             result = try measure(workload)
         }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+        // A file upload's figure is the bytes sent (the answers are a few bytes each).
+        if case .file(let path) = workload.upload { result.bytes = Int64(result.completed) * UploadBody.size(of: path) }
         let cpu = cpuSeconds() - cpuBefore
         var line: [String: Any] = [
             "client": client.rawValue, "count": count, "inFlight": inFlight,
@@ -135,11 +143,23 @@ struct Bench: ParsableCommand {
 
     private func makeWorkload() throws -> Workload {
         guard let target = URL(string: url) else { throw ValidationError("bad URL") }
+        let upload: UploadBody? = postFile.map { .file($0) } ?? (postJSON ? .json : nil)
         return Workload(url: target, count: count, inFlight: inFlight, file: toFile, caFile: cacert,
-                        securityPolicy: try securityPolicy(), multiplex: multiplex)
+                        securityPolicy: try securityPolicy(), multiplex: multiplex, upload: upload)
     }
 
     private func measure(_ workload: Workload) throws -> Tally {
+        if let upload = workload.upload {
+            switch (client, upload) {
+            case (.raw, _): return RawClient.upload(workload, upload)
+            case (.operations, _): return try UploadClients.operations(workload, upload)
+            case (.verbs, .json): return UploadClients.verbs(workload)
+            case (.async, _): return UploadClients.async(workload, upload)
+            case (.urlsession, _): return try UploadClients.urlSession(workload, upload)
+            case (.asynchttpclient, _): return try UploadClients.asyncHTTPClient(workload, upload)
+            default: throw ValidationError("no upload for the \(client.rawValue) client")
+            }
+        }
         switch client {
         case .raw: return RawClient.run(workload)
         case .rawReuse: return RawClient.run(workload, reusingBuffers: true)
@@ -200,6 +220,8 @@ struct Workload: Sendable {
     let securityPolicy: SecurityPolicy?
     /// Raw libcurl waits for a connection that may multiplex (`--multiplex`).
     let multiplex: Bool
+    /// POSTs this instead of GETs; nil for GETs.
+    let upload: UploadBody?
 
     /// The URL's parts as the HTTPTypes door's caller writes them (Docs/HTTPTypesDoor.md),
     /// taken apart once, as the other clients parse the URL once: an `HTTPRequest` made from
@@ -209,7 +231,7 @@ struct Workload: Sendable {
     let target: (scheme: String, authority: String, path: String)
 
     init(url: URL, count: Int, inFlight: Int, file: String?, caFile: String? = nil,
-         securityPolicy: SecurityPolicy? = nil, multiplex: Bool = false) {
+         securityPolicy: SecurityPolicy? = nil, multiplex: Bool = false, upload: UploadBody? = nil) {
         self.url = url
         self.count = count
         self.inFlight = inFlight
@@ -217,6 +239,7 @@ struct Workload: Sendable {
         self.caFile = caFile
         self.securityPolicy = securityPolicy
         self.multiplex = multiplex
+        self.upload = upload
         let host = url.host(percentEncoded: true).map { $0.contains(":") ? "[\($0)]" : $0 } ?? ""
         let authority = url.port.map { "\(host):\($0)" } ?? host
         let path = url.path(percentEncoded: true)

@@ -14,14 +14,17 @@ import Glibc
 /// Latency under a fixed load: request `i` is due `i / rate` seconds after the start and is
 /// issued then, however many are still in flight. Its latency runs from when it was due to
 /// when its whole answer was in, so a client that falls behind cannot hide its queue: a
-/// request it could not start on time counts its wait (no coordinated omission). Each client
-/// keeps at most `inFlight` connections (or, for HTTPOperations, operations running) at once;
-/// the rest wait in the client's own queue, and that wait counts. The requests due in the
-/// first second are issued but left out of the percentiles (``LatencyRecorder/warmUp``).
+/// request it could not start on time counts its wait (no coordinated omission). At most
+/// `inFlight` requests are out at once, for every client alike (as wrk2 keeps a fixed set of
+/// connections): one that falls due beyond them waits, in order, until an answer frees a
+/// place, and that wait counts. Handed every due request at once, clients that fell behind
+/// collapsed in their own queues and the run did not end (Docs/Performance.md): a fact about
+/// overload, not about latency at a load the client can carry. The requests due in the first
+/// second are issued but left out of the percentiles (``LatencyRecorder/warmUp``).
 enum OpenLoop {
     /// Runs `workload.count` requests at `rate` per second through `client`.
     static func run(_ client: Bench.Client, _ workload: Workload, rate: Double) throws -> LatencyRecorder {
-        let recorder = LatencyRecorder(count: workload.count, rate: rate)
+        let recorder = LatencyRecorder(count: workload.count, rate: rate, inFlight: workload.inFlight)
         switch client {
         case .raw:
             var latencies = [Double](repeating: -1, count: workload.count)
@@ -62,10 +65,7 @@ enum OpenLoop {
             }
             recorder.wait()
         case .urlsession:
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.httpMaximumConnectionsPerHost = workload.inFlight
-            let session = URLSession(configuration: configuration)
-            defer { session.invalidateAndCancel() }
+            let session = URLSessionClient.session(workload)
             recorder.drive { index in
                 session.dataTask(with: workload.url) { data, response, error in
                     recorder.record(index, ok: error == nil && (response as? HTTPURLResponse)?.statusCode == 200,
@@ -96,14 +96,17 @@ final class LatencyRecorder: Sendable {
 
     private let state: Mutex<State>
     private let done = DispatchSemaphore(value: 0)
+    /// Places for requests out at once: taken when one is issued, given back by its answer.
+    private let places: DispatchSemaphore
     private let rate: Double
     private let count: Int
     /// CLOCK_MONOTONIC nanoseconds at which request 0 is due.
     private let start: UInt64
 
-    init(count: Int, rate: Double) {
+    init(count: Int, rate: Double, inFlight: Int) {
         self.count = count
         self.rate = rate
+        places = DispatchSemaphore(value: max(1, inFlight))
         state = Mutex(State(latencies: [Double](repeating: -1, count: count), unanswered: count))
         start = Self.now() + 10_000_000
     }
@@ -118,13 +121,14 @@ final class LatencyRecorder: Sendable {
         start + UInt64((Double(index) / rate * 1e9).rounded())
     }
 
-    /// Calls `issue` with each request's index when it is due, on this thread, sleeping in
-    /// between (never waiting for an answer).
+    /// Calls `issue` with each request's index when it is due and a place is free, on this
+    /// thread, sleeping in between.
     func drive(_ issue: (Int) -> Void) {
         for index in 0..<count {
             let due = due(index)
             var time = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
             while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
+            places.wait()
             issue(index)
         }
     }
@@ -132,16 +136,17 @@ final class LatencyRecorder: Sendable {
     /// Records request `index`'s answer, now.
     func record(_ index: Int, ok: Bool, bytes: Int64) {
         let latency = Double(Int64(bitPattern: Self.now() &- due(index))) / 1e9
-        let last = state.withLock { state -> Bool in
+        let (first, last) = state.withLock { state -> (Bool, Bool) in
             guard state.latencies[index] == -1 else {
                 state.duplicates += 1
-                return false
+                return (false, false)
             }
             state.latencies[index] = ok ? latency : -2
             if ok { state.tally.completed += 1; state.tally.bytes += bytes } else { state.tally.failed += 1 }
             state.unanswered -= 1
-            return state.unanswered == 0
+            return (true, state.unanswered == 0)
         }
+        if first { places.signal() }
         if last { done.signal() }
     }
 

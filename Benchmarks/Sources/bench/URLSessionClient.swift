@@ -1,15 +1,28 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
 /// URLSession from FoundationNetworking, with `inFlight` tasks at a time.
 enum URLSessionClient {
-    static func run(_ workload: Workload) -> Tally {
+    /// An ephemeral session with `inFlight` connections per host, never invalidated nor
+    /// released: FoundationNetworking on Linux now and then crashes while tearing down its
+    /// multi handle after the last task ("_MultiHandle deallocated with non-zero retain count",
+    /// then SIGABRT, SIGILL or SIGSEGV; more often over TLS), which would lose a measurement
+    /// already made. The process ends right after the measurement anyway.
+    static func session(_ workload: Workload) -> URLSession {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = workload.inFlight
         let session = URLSession(configuration: configuration)
-        defer { session.invalidateAndCancel() }
+        kept.withLock { $0.append(session) }
+        return session
+    }
+
+    private static let kept = Mutex<[URLSession]>([])
+
+    static func run(_ workload: Workload) -> Tally {
+        let session = session(workload)
         let slots = DispatchSemaphore(value: workload.inFlight)
         let counter = OperationsClient.Counter(total: workload.count)
         for _ in 0..<workload.count {

@@ -29,12 +29,19 @@ typedef struct {
 raw_curl_result raw_curl_run(const char *url, long count, long in_flight, const char *path, int reuse_buffer,
                              const char *ca_file, int multiplex);
 
-/// Open loop: request `i` of `count` is issued at `i / rate` seconds after the start, whatever
-/// is still in flight, on at most `max_host_connections` connections (more wait in curl's
-/// queue). `latencies[i]` gets, in seconds, the time from when request `i` was due to when its
-/// answer was complete (so time spent waiting for a connection counts), or -1 when it failed.
-/// `ca_file` as for raw_curl_run.
+/// Open loop: request `i` of `count` falls due `i / rate` seconds after the start, whatever is
+/// still in flight, and starts then if fewer than `max_in_flight` transfers are running (else
+/// as soon as one ends, in order). `latencies[i]` gets, in seconds, the time from when request
+/// `i` fell due to when its answer was complete (so its wait counts), or stays -1 when it
+/// failed. `ca_file` as for raw_curl_run.
 raw_curl_result raw_curl_open_loop(const char *url, long count, double rate, const char *ca_file,
-                                   long max_host_connections, double *latencies);
+                                   long max_in_flight, double *latencies);
+
+/// POSTs to `url` `count` times, at most `in_flight` at once, with the options of raw_curl_run:
+/// `json` as an `application/json` body when non-NULL, otherwise the file at `file_path`, read
+/// with stdio as curl asks for bytes (its size as `Content-Length`). `body_bytes` counts the
+/// answers' bytes.
+raw_curl_result raw_curl_upload(const char *url, long count, long in_flight, const char *json, const char *file_path,
+                                const char *ca_file);
 
 #endif

@@ -1,0 +1,114 @@
+#include "raw_curl.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/// One POST in flight: its handle, its file (when the body is a file) and its answer's length.
+typedef struct {
+    CURL *easy;
+    FILE *file;
+    size_t answered;
+} upload_slot;
+
+static size_t on_answer(char *bytes, size_t size, size_t count, void *user) {
+    (void)bytes;
+    upload_slot *s = user;
+    s->answered += size * count;
+    return size * count;
+}
+
+static size_t on_read(char *buffer, size_t size, size_t count, void *user) {
+    upload_slot *s = user;
+    return fread(buffer, 1, size * count, s->file);
+}
+
+static void start_upload(CURLM *multi, upload_slot *s, const char *file_path) {
+    if (file_path) {
+        if (s->file) fclose(s->file);
+        s->file = fopen(file_path, "rb");
+    }
+    s->answered = 0;
+    curl_multi_add_handle(multi, s->easy);
+}
+
+raw_curl_result raw_curl_upload(const char *url, long count, long in_flight, const char *json, const char *file_path,
+                                const char *ca_file) {
+    raw_curl_result result = {0, 0, 0};
+    struct stat file_status;
+    curl_off_t file_size = 0;
+    if (file_path) {
+        if (stat(file_path, &file_status) != 0) {
+            result.failed = count;
+            return result;
+        }
+        file_size = (curl_off_t)file_status.st_size;
+    }
+    CURLM *multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, in_flight * 4 > 16 ? in_flight * 4 : 16L);
+    struct curl_slist *headers = NULL;
+    if (json) headers = curl_slist_append(headers, "Content-Type: application/json");
+    upload_slot *slots = calloc((size_t)in_flight, sizeof(upload_slot));
+    long started = 0;
+    for (long i = 0; i < in_flight; i++) {
+        CURL *easy = curl_easy_init();
+        curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+        curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
+        if (ca_file) curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
+        curl_easy_setopt(easy, CURLOPT_URL, url);
+        curl_easy_setopt(easy, CURLOPT_POST, 1L);
+        if (json) {
+            curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+            curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(json));
+            curl_easy_setopt(easy, CURLOPT_POSTFIELDS, json);
+        } else {
+            curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, file_size);
+            curl_easy_setopt(easy, CURLOPT_READFUNCTION, on_read);
+            curl_easy_setopt(easy, CURLOPT_READDATA, &slots[i]);
+        }
+        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_answer);
+        curl_easy_setopt(easy, CURLOPT_WRITEDATA, &slots[i]);
+        curl_easy_setopt(easy, CURLOPT_PRIVATE, &slots[i]);
+        slots[i].easy = easy;
+        if (started < count) {
+            start_upload(multi, &slots[i], file_path);
+            started++;
+        }
+    }
+    int running;
+    while (result.completed + result.failed < count) {
+        curl_multi_perform(multi, &running);
+        int queued;
+        CURLMsg *message;
+        while ((message = curl_multi_info_read(multi, &queued))) {
+            if (message->msg != CURLMSG_DONE) continue;
+            CURL *easy = message->easy_handle;
+            CURLcode code = message->data.result;
+            upload_slot *s;
+            long status = 0;
+            curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&s);
+            curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+            curl_multi_remove_handle(multi, easy);
+            if (code == CURLE_OK && status == 200) result.completed++; else result.failed++;
+            result.body_bytes += (int64_t)s->answered;
+            if (started < count) {
+                start_upload(multi, s, file_path);
+                started++;
+            }
+        }
+        if (result.completed + result.failed < count) curl_multi_poll(multi, NULL, 0, 1000, NULL);
+    }
+    for (long i = 0; i < in_flight; i++) {
+        curl_easy_cleanup(slots[i].easy);
+        if (slots[i].file) fclose(slots[i].file);
+    }
+    free(slots);
+    curl_slist_free_all(headers);
+    curl_multi_cleanup(multi);
+    return result;
+}
