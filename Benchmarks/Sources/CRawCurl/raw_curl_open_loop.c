@@ -3,7 +3,9 @@
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
 #include <time.h>
+#include <unistd.h>
 
 /// One request of the schedule, in flight: its easy handle, its body, and when it was due.
 typedef struct {
@@ -67,6 +69,10 @@ raw_curl_result raw_curl_open_loop(const char *url, long count, double rate, con
     request_slot **idle = calloc((size_t)max_in_flight, sizeof(request_slot *));
     long idle_count = 0, created = 0, started = 0;
     for (long i = 0; i < count; i++) latencies[i] = -1;
+    // Wakes curl_multi_poll when the next request falls due, to the nanosecond: its own
+    // timeout is in whole milliseconds, which would either spin (rounded down) or start
+    // requests late (rounded up); the Swift clients sleep with clock_nanosleep.
+    int due_timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     const double start = monotonic_seconds() + 0.01;
     while (result.completed + result.failed < count) {
         // Every request due by now is queued, however many are still out: the schedule does
@@ -112,14 +118,21 @@ raw_curl_result raw_curl_open_loop(const char *url, long count, double rate, con
         if (result.completed + result.failed < count) {
             // Until the next request is due (when a handle is free for it), or something
             // happens on a socket.
-            int wait_ms = 1000;
+            struct curl_waitfd timer = {due_timer, CURL_WAIT_POLLIN, 0};
+            int timers = 0;
             if (started < count && (idle_count > 0 || created < max_in_flight)) {
-                double until = start + (double)started / rate - monotonic_seconds();
-                wait_ms = until <= 0 ? 0 : (int)(until * 1000);
+                double due = start + (double)started / rate;
+                if (due <= monotonic_seconds()) continue;
+                struct itimerspec at = {{0, 0}, {(time_t)due, (long)((due - (double)(time_t)due) * 1e9)}};
+                timerfd_settime(due_timer, TFD_TIMER_ABSTIME, &at, NULL);
+                timers = 1;
             }
-            if (wait_ms > 0) curl_multi_poll(multi, NULL, 0, wait_ms, NULL);
+            curl_multi_poll(multi, timers ? &timer : NULL, (unsigned)timers, 1000, NULL);
+            uint64_t expirations;
+            if (timers) (void)!read(due_timer, &expirations, sizeof expirations);
         }
     }
+    close(due_timer);
     for (long i = 0; i < idle_count; i++) {
         curl_easy_cleanup(idle[i]->easy);
         free(idle[i]->data);

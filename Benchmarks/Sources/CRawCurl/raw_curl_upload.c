@@ -49,7 +49,9 @@ raw_curl_result raw_curl_upload(const char *url, long count, long in_flight, con
     CURLM *multi = curl_multi_init();
     curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
     curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, in_flight * 4 > 16 ? in_flight * 4 : 16L);
-    struct curl_slist *headers = NULL;
+    // As HTTPOperations sends them: without `Expect: 100-continue` (curl adds it to bodies over
+    // 1 MiB and then waits for the server's go-ahead).
+    struct curl_slist *headers = curl_slist_append(NULL, "Expect:");
     if (json) headers = curl_slist_append(headers, "Content-Type: application/json");
     upload_slot *slots = calloc((size_t)in_flight, sizeof(upload_slot));
     long started = 0;
@@ -62,8 +64,8 @@ raw_curl_result raw_curl_upload(const char *url, long count, long in_flight, con
         if (ca_file) curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
         curl_easy_setopt(easy, CURLOPT_URL, url);
         curl_easy_setopt(easy, CURLOPT_POST, 1L);
+        curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
         if (json) {
-            curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
             curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(json));
             curl_easy_setopt(easy, CURLOPT_POSTFIELDS, json);
         } else {

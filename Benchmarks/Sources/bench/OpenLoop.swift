@@ -56,7 +56,6 @@ enum OpenLoop {
             }
         case .asynchttpclient:
             let client = AsyncHTTPClientBench.client(workload)
-            defer { try? client.syncShutdown() }
             recorder.drive { index in
                 Task {
                     let (ok, bytes) = await AsyncHTTPClientBench.fetch(client, workload)
@@ -178,10 +177,11 @@ final class LatencyRecorder: Sendable {
     /// client runs warm; the handshakes have a row of their own.
     var warmUp: Int { min(count / 5, Int(rate)) }
 
-    /// Milliseconds at each of `quantiles` (nearest rank) over the answered requests after
-    /// the warm-up.
+    /// Milliseconds at each of `quantiles` (nearest rank) over the requests after the
+    /// warm-up, a failed one counted as infinitely late (a client whose slowest requests fail
+    /// must not show a better tail for it).
     func milliseconds(at quantiles: [Double]) -> [Double] {
-        let sorted = state.withLock { $0.latencies[warmUp...].filter { $0 >= 0 } }.sorted()
+        let sorted = state.withLock { $0.latencies[warmUp...].map { $0 == -2 ? Double.infinity : $0 } }.sorted()
         guard !sorted.isEmpty else { return quantiles.map { _ in .nan } }
         return quantiles.map { quantile in
             let rank = max(1, Int((quantile * Double(sorted.count)).rounded(.up)))

@@ -101,7 +101,6 @@ enum UploadClients {
     /// `FileHandle`, `inFlight` at a time.
     static func asyncHTTPClient(_ workload: Workload, _ upload: UploadBody) throws -> Tally {
         let client = AsyncHTTPClientBench.client(workload)
-        defer { try? client.syncShutdown() }
         return TaskGroupDriver.run(workload) {
             do {
                 var request = HTTPClientRequest(url: workload.url.absoluteString)

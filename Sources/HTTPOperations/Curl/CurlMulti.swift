@@ -147,7 +147,7 @@ final class CurlMulti {
     /// until it completes.
     func add(_ transfer: CurlTransfer) {
         precondition(!insideCurl, "curl forbids adding a handle from inside its callbacks")
-        let (easy, primed) = easyHandles.take(plain: transfer.isPlain)
+        let (easy, primed) = easyHandles.take(primedFor: transfer.isPlain ? transfer.request.securityPolicy : nil)
         transfer.origin = HTTP1Origins.Origin(transfer.request.url, route: transfer.request.route)
         transfer.attach(to: easy, primed: primed, waitsForMultiplexing: http1Origins.shouldWaitForMultiplexing(transfer.origin))
         if transfer.watchesResponseEnd {
@@ -229,7 +229,7 @@ final class CurlMulti {
         if transfer.sendsTrailers || transfer.refusedRewind || transfer.refusedResend || transfer.endedAfterResponse {
             curl_easy_cleanup(easy)
         } else {
-            easyHandles.recycle(easy, plain: transfer.isPlain && !transfer.pausedReceiving)
+            easyHandles.recycle(easy, primedFor: transfer.isPlain && !transfer.pausedReceiving ? transfer.request.securityPolicy : nil)
         }
     }
 

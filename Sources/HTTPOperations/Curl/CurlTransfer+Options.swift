@@ -42,8 +42,9 @@ extension CurlTransfer {
     }
 
     /// This transfer's own options. A plain transfer's set every option a plain transfer
-    /// sets beyond ``configureShared()``, so none of the last one's values survives.
-    func configure(waitsForMultiplexing: Bool) {
+    /// sets beyond ``configureShared()`` and its policy's, so none of the last one's values
+    /// survives; on a handle `primed` under the same policy, the policy's are there already.
+    func configure(waitsForMultiplexing: Bool, primed: Bool) {
         let me = Unmanaged.passUnretained(self).toOpaque()
         setString(CURLOPT_URL, request.url.absoluteString)
         // https requests started together to one origin wait for the first connection and
@@ -67,10 +68,12 @@ extension CurlTransfer {
             ccurl_easy_setopt_off(easy, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(rate))
         }
 
-        if !isPlain {
+        // A primed handle keeps its policy's options (``EasyHandlePool``).
+        if !isPlain || !primed {
             configureSecurity()
         }
-        // A plain transfer is a GET without TLS settings of its own: nothing to check.
+        // A plain transfer is a GET whose policy pins nothing and has no trust block: nothing
+        // to check before its request goes out.
         if !isPlain, checksServerTrust || !request.isIdempotent {
             ccurl_easy_setopt_pointer(easy, CURLOPT_PREREQDATA, me)
             ccurl_easy_setopt_prereq_callback(easy) { userData, _, _, _, _ in

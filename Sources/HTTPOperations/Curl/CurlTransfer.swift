@@ -156,8 +156,8 @@ final class CurlTransfer {
     /// Sets this transfer's options on `easy`. Called by ``CurlMulti`` as the transfer starts.
     ///
     /// - Parameters:
-    ///   - primed: `easy` holds a plain transfer's options (else every option is at its
-    ///     default); only a plain transfer is given such a handle.
+    ///   - primed: `easy` holds the options of a plain transfer under this one's policy (else
+    ///     every option is at its default); only a plain transfer is given such a handle.
     ///   - waitsForMultiplexing: Wait for a connection to the origin that might multiplex
     ///     (`CURLOPT_PIPEWAIT`; see ``HTTP1Origins``).
     func attach(to easy: UnsafeMutableRawPointer, primed: Bool, waitsForMultiplexing: Bool) {
@@ -167,7 +167,7 @@ final class CurlTransfer {
         if !primed {
             configureShared()
         }
-        configure(waitsForMultiplexing: waitsForMultiplexing)
+        configure(waitsForMultiplexing: waitsForMultiplexing, primed: primed)
     }
 
     /// Gives the easy handle back once it is in no multi handle; curl no longer reads this

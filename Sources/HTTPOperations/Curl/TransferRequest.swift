@@ -144,12 +144,13 @@ struct TransferRequest: Sendable {
         headers.first { fieldNamesMatch($0.name, name) }?.value
     }
 
-    /// Whether this is a plain transfer: a GET without a body, credentials, TLS settings,
-    /// schemes, route or cookies of its own. Such a transfer sets the same options as every
-    /// other plain one, differing only in values each sets again, so its handle can serve the
-    /// next one without a reset (see ``EasyHandlePool``).
+    /// Whether this is a plain transfer: a GET without a body, credentials, schemes, route or
+    /// cookies of its own, whose security policy at most trusts its own authorities. Such a
+    /// transfer sets the same options as every other plain one under the same policy,
+    /// differing only in values each sets again, so its handle can serve the next one under
+    /// that policy without a reset (see ``EasyHandlePool``).
     var isPlain: Bool {
-        method == "GET" && body.isNone && credential == nil && securityPolicy == .default && allowedSchemes == nil
+        method == "GET" && body.isNone && credential == nil && securityPolicy.onlyNamesItsAuthorities && allowedSchemes == nil
             && serverTrustEvaluation == nil && route.isDefault && proxyCredential == nil && cookieStore == nil
     }
 }

@@ -126,6 +126,16 @@ public struct SecurityPolicy: Sendable, Hashable {
                           minimumTLSVersion: .v1_2, identity: "default", anchors: nil)
     }
 
+    /// Whether the policy is the default one but, at most, for the authorities it trusts: no
+    /// pins, no client certificate, the chain and the host checked, TLS 1.2 at least. Its
+    /// options on an easy handle are the anchors alone, which a handle keeps from one
+    /// transfer to the next (``EasyHandlePool``).
+    var onlyNamesItsAuthorities: Bool {
+        storage === Self.default.storage
+            || (pinningMode == .none && clientIdentity == nil && !allowInvalidCertificates && validatesDomainName
+                && minimumTLSVersion == .v1_2)
+    }
+
     /// The PEM libcurl is given as `CURLOPT_CAINFO_BLOB`: a first line naming ``identity``
     /// (PEM readers skip text outside the blocks), then the anchors. nil for a policy that
     /// pins nothing and trusts the system's authorities, which leaves libcurl's own CA file

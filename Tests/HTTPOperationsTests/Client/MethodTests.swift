@@ -48,22 +48,53 @@ extension AllTests {
             }
         }
 
-        @Test func aPlainTransfersHandleIsKeptPrimedAndResetForAnyOther() {
+        @Test func aPlainTransfersHandleIsKeptPrimedForItsPolicyAndResetForAnyOther() throws {
             let pool = EasyHandlePool()
-            let first = pool.take(plain: true)
+            let first = pool.take(primedFor: .default)
             #expect(!first.primed, "a new handle has every option at its default")
-            pool.recycle(first.easy, plain: true)
+            pool.recycle(first.easy, primedFor: .default)
             #expect(pool.idleCounts == (clean: 0, primed: 1))
-            let second = pool.take(plain: true)
+            let second = pool.take(primedFor: .default)
             #expect(second.easy == first.easy && second.primed)
-            pool.recycle(second.easy, plain: true)
-            let forPost = pool.take(plain: false)
-            #expect(forPost.easy == first.easy && !forPost.primed, "reset before a transfer that is not plain")
-            pool.recycle(forPost.easy, plain: false)
-            #expect(pool.idleCounts == (clean: 1, primed: 0))
-            let afterPost = pool.take(plain: true)
-            #expect(afterPost.easy == first.easy && !afterPost.primed)
-            pool.recycle(afterPost.easy, plain: true)
+            pool.recycle(second.easy, primedFor: .default)
+
+            // A policy that trusts its own authorities primes its handles for itself alone.
+            let root = try SecurityPolicyTests.certificate(SecurityPolicyTests.certificates.root)
+            let ownAuthorities = try SecurityPolicy(trustedCertificateAuthorities: [root])
+            let underOwn = pool.take(primedFor: ownAuthorities)
+            #expect(underOwn.easy == first.easy && !underOwn.primed, "reset before a plain transfer under another policy")
+            pool.recycle(underOwn.easy, primedFor: ownAuthorities)
+            let sameAgain = pool.take(primedFor: try SecurityPolicy(trustedCertificateAuthorities: [root]))
+            #expect(sameAgain.easy == first.easy && sameAgain.primed, "an equal policy made apart is the same policy")
+            pool.recycle(sameAgain.easy, primedFor: ownAuthorities)
+            let underDefault = pool.take(primedFor: .default)
+            #expect(underDefault.easy == first.easy && !underDefault.primed, "the default policy got another policy's anchors")
+            pool.recycle(underDefault.easy, primedFor: .default)
+
+            // Two handles, one primed under each policy: each policy finds its own wherever it
+            // sits, and a transfer that is not plain resets the one primed longest ago.
+            let underDefaultAgain = pool.take(primedFor: .default)
+            let secondHandle = pool.take(primedFor: ownAuthorities)
+            #expect(underDefaultAgain.easy == first.easy && underDefaultAgain.primed)
+            #expect(secondHandle.easy != first.easy && !secondHandle.primed, "a new handle")
+            pool.recycle(secondHandle.easy, primedFor: ownAuthorities)
+            pool.recycle(underDefaultAgain.easy, primedFor: .default)
+            let ownFirst = pool.take(primedFor: ownAuthorities)
+            #expect(ownFirst.easy == secondHandle.easy && ownFirst.primed, "found before the last entry")
+            pool.recycle(ownFirst.easy, primedFor: ownAuthorities)
+            let defaultFirst = pool.take(primedFor: .default)
+            #expect(defaultFirst.easy == first.easy && defaultFirst.primed, "found before the last entry")
+            pool.recycle(defaultFirst.easy, primedFor: .default)
+            let oldest = pool.take(primedFor: nil)
+            #expect(oldest.easy == secondHandle.easy && !oldest.primed, "the handle primed longest ago is reset")
+            pool.recycle(oldest.easy, primedFor: nil)
+            let clean = pool.take(primedFor: nil)
+            #expect(clean.easy == secondHandle.easy && !clean.primed, "a clean handle goes before a primed one is reset")
+            pool.recycle(clean.easy, primedFor: nil)
+            let lastPrimed = pool.take(primedFor: .default)
+            #expect(lastPrimed.easy == first.easy && lastPrimed.primed)
+            pool.recycle(lastPrimed.easy, primedFor: nil)
+            #expect(pool.idleCounts == (clean: 2, primed: 0))
         }
 
         @Test func postWithoutABodySendsAnEmptyOne() async throws {

@@ -154,6 +154,26 @@ extension AllTests {
             #expect(server.http.acceptedConnections == 2)
         }
 
+        /// A plain GET's easy handle keeps its policy's anchors for the next plain GET under the
+        /// same policy (EasyHandlePool): one under the default policy, or trusting other
+        /// authorities, must never be sent on such a handle (nor on its connection).
+        @Test func aHandleKeepsItsPolicysAuthoritiesForThatPolicyAlone() async throws {
+            let server = try TLSTestServer.start(.goodChain)
+            defer { server.shutdown() }
+            let ownRoot = try Self.trustingTheTestRoot()
+            for _ in 0..<3 {
+                #expect(try await Self.get(server, ownRoot).error == nil)
+            }
+            let other = try SecurityPolicy(trustedCertificateAuthorities: [Self.certificate(Self.certificates.selfSignedLeaf)])
+            for policy in [SecurityPolicy.default, other, .default] {
+                let outcome = try await Self.get(server, policy)
+                #expect(outcome.urlErrorCode == .serverCertificateUntrusted,
+                        "a GET under \(policy) was not refused: \(String(describing: outcome.error))")
+            }
+            #expect(try await Self.get(server, ownRoot).error == nil, "the trusting policy lost its handle's options")
+            #expect(server.http.receivedRequests.count == 4)
+        }
+
         @Test func connectionsAreStillReusedUnderOnePinningPolicy() async throws {
             let server = try TLSTestServer.start(.goodChain)
             defer { server.shutdown() }
