@@ -1,35 +1,20 @@
 #include "raw_curl.h"
+#include "raw_curl_common.h"
 
-#include <curl/curl.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
-/// One request of the schedule, in flight: its easy handle, its body, and when it was due.
+/// One request of the schedule, in flight: its easy handle, its body, and its index.
 typedef struct {
     CURL *easy;
-    char *data;
-    size_t length;
-    size_t capacity;
+    raw_body body;
     long index;
 } request_slot;
 
 static size_t on_open_loop_body(char *bytes, size_t size, size_t count, void *user) {
-    request_slot *s = user;
-    size_t n = size * count;
-    if (s->length + n > s->capacity) {
-        size_t capacity = s->capacity ? s->capacity : 16384;
-        while (capacity < s->length + n) capacity *= 2;
-        char *grown = realloc(s->data, capacity);
-        if (!grown) return 0;
-        s->data = grown;
-        s->capacity = capacity;
-    }
-    memcpy(s->data + s->length, bytes, n);
-    s->length += n;
-    return n;
+    return raw_body_append(&((request_slot *)user)->body, bytes, size * count);
 }
 
 static double monotonic_seconds(void) {
@@ -40,13 +25,7 @@ static double monotonic_seconds(void) {
 
 static request_slot *new_slot(const char *url, const char *ca_file) {
     request_slot *s = calloc(1, sizeof(request_slot));
-    CURL *easy = curl_easy_init();
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-    if (ca_file) curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
+    CURL *easy = raw_easy_new(ca_file);
     curl_easy_setopt(easy, CURLOPT_URL, url);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_open_loop_body);
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, s);
@@ -58,9 +37,7 @@ static request_slot *new_slot(const char *url, const char *ca_file) {
 raw_curl_result raw_curl_open_loop(const char *url, long count, double rate, const char *ca_file,
                                    long max_in_flight, double *latencies) {
     raw_curl_result result = {0, 0, 0};
-    CURLM *multi = curl_multi_init();
-    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, max_in_flight * 4 > 16 ? max_in_flight * 4 : 16L);
+    CURLM *multi = raw_multi_new(max_in_flight);
     // At most `max_in_flight` transfers are in curl at once, each on its own pooled handle;
     // requests due beyond them wait in this loop's queue, which is simply the indices from
     // `started` to the last one due (requests start in the order they fall due), as the Swift
@@ -87,28 +64,17 @@ raw_curl_result raw_curl_open_loop(const char *url, long count, double rate, con
                 created++;
             }
             s->index = started++;
-            s->length = 0;
-            free(s->data);
-            s->data = NULL;
-            s->capacity = 0;
+            raw_body_release(&s->body);
             curl_multi_add_handle(multi, s->easy);
         }
         int running;
         curl_multi_perform(multi, &running);
-        int queued;
-        CURLMsg *message;
-        while ((message = curl_multi_info_read(multi, &queued))) {
-            if (message->msg != CURLMSG_DONE) continue;
-            CURL *easy = message->easy_handle;
-            CURLcode code = message->data.result;
-            request_slot *s;
-            long status = 0;
-            curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&s);
-            curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-            curl_multi_remove_handle(multi, easy);
-            if (code == CURLE_OK && status == 200) {
+        request_slot *s;
+        int ok;
+        while ((s = raw_next_done(multi, &ok))) {
+            if (ok) {
                 result.completed++;
-                result.body_bytes += (int64_t)s->length;
+                result.body_bytes += (int64_t)s->body.length;
                 latencies[s->index] = monotonic_seconds() - (start + (double)s->index / rate);
             } else {
                 result.failed++;
@@ -135,7 +101,7 @@ raw_curl_result raw_curl_open_loop(const char *url, long count, double rate, con
     close(due_timer);
     for (long i = 0; i < idle_count; i++) {
         curl_easy_cleanup(idle[i]->easy);
-        free(idle[i]->data);
+        raw_body_release(&idle[i]->body);
         free(idle[i]);
     }
     free(idle);

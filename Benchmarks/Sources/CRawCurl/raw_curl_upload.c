@@ -1,6 +1,6 @@
 #include "raw_curl.h"
+#include "raw_curl_common.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +46,7 @@ raw_curl_result raw_curl_upload(const char *url, long count, long in_flight, con
         }
         file_size = (curl_off_t)file_status.st_size;
     }
-    CURLM *multi = curl_multi_init();
-    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, in_flight * 4 > 16 ? in_flight * 4 : 16L);
+    CURLM *multi = raw_multi_new(in_flight);
     // As HTTPOperations sends them: without `Expect: 100-continue` (curl adds it to bodies over
     // 1 MiB and then waits for the server's go-ahead).
     struct curl_slist *headers = curl_slist_append(NULL, "Expect:");
@@ -56,12 +54,7 @@ raw_curl_result raw_curl_upload(const char *url, long count, long in_flight, con
     upload_slot *slots = calloc((size_t)in_flight, sizeof(upload_slot));
     long started = 0;
     for (long i = 0; i < in_flight; i++) {
-        CURL *easy = curl_easy_init();
-        curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
-        curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-        curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
-        if (ca_file) curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
+        CURL *easy = raw_easy_new(ca_file);
         curl_easy_setopt(easy, CURLOPT_URL, url);
         curl_easy_setopt(easy, CURLOPT_POST, 1L);
         curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
@@ -85,18 +78,10 @@ raw_curl_result raw_curl_upload(const char *url, long count, long in_flight, con
     int running;
     while (result.completed + result.failed < count) {
         curl_multi_perform(multi, &running);
-        int queued;
-        CURLMsg *message;
-        while ((message = curl_multi_info_read(multi, &queued))) {
-            if (message->msg != CURLMSG_DONE) continue;
-            CURL *easy = message->easy_handle;
-            CURLcode code = message->data.result;
-            upload_slot *s;
-            long status = 0;
-            curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&s);
-            curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-            curl_multi_remove_handle(multi, easy);
-            if (code == CURLE_OK && status == 200) result.completed++; else result.failed++;
+        upload_slot *s;
+        int ok;
+        while ((s = raw_next_done(multi, &ok))) {
+            if (ok) result.completed++; else result.failed++;
             result.body_bytes += (int64_t)s->answered;
             if (started < count) {
                 start_upload(multi, s, file_path);
