@@ -35,9 +35,9 @@ final class CallbackHandoff {
         }
     }
 
-    private struct Delivery: @unchecked Sendable {
-        // @unchecked: `parcel` is an unmanaged strong reference that exactly one block takes.
+    private struct Delivery: Sendable {
         let queue: DispatchQueue
+        /// An unmanaged strong reference that exactly one block takes.
         let parcel: Unmanaged<Parcel>
 
         /// Hands the parcel's reference to the block; nothing else holds one.

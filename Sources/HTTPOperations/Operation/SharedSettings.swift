@@ -1,28 +1,19 @@
 /// An operation's ``URLConnectionOperation/Settings``, shared copy-on-write.
 ///
-/// Every operation used to carry its own 608-byte copy of the settings, though nearly all of
-/// them hold what their manager gave them: 20,000 operations enqueued at once held 12 MB of
-/// identical settings. Now an operation starts with the process-wide defaults (``defaults``),
-/// a manager hands the operations it configures its own settings (a retain, see
+/// Nearly every operation holds what its manager gave it, so operations do not carry a copy
+/// each: an operation starts with the process-wide defaults (``defaults``), a manager hands
+/// the operations it configures its own settings (a retain, see
 /// `HTTPRequestOperationManager.configure`), and the first change an operation makes copies
-/// them.
+/// them (Docs/Performance.md has what this saves when 20,000 operations wait in a queue).
 ///
-/// Thread safety: a storage is only ever written in place while it is uniquely referenced,
-/// and every holder (an operation's state, the manager's settings, a copy of those taken
-/// under their lock) is itself only accessed exclusively: under its lock, or as a local
-/// value. So a new reference is never taken from a holder while that holder writes in
-/// place, a storage that two holders share is never written, and reading it from both is
-/// safe.
+/// Thread safety, the rule of ``SharedBox``: a storage is only ever written in place while
+/// it is uniquely referenced, and every holder (an operation's state, the manager's settings,
+/// a copy of those taken under their lock) is itself only accessed exclusively: under its
+/// lock, or as a local value. So a new reference is never taken from a holder while that
+/// holder writes in place, a storage that two holders share is never written, and reading it
+/// from both is safe.
 struct SharedSettings {
-    /// The storage; `@unchecked Sendable` because of the rule above: shared means read-only.
-    private final class Storage: @unchecked Sendable {
-        // Unchecked exclusivity: by the rule above, a write in place is made by the one
-        // holder, which no one else accesses meanwhile; the dynamic check would cost each
-        // access a runtime call.
-        @exclusivity(unchecked) var value: URLConnectionOperation.Settings
-
-        init(_ value: URLConnectionOperation.Settings) { self.value = value }
-    }
+    private typealias Storage = SharedBox<URLConnectionOperation.Settings>
 
     private var storage: Storage
 

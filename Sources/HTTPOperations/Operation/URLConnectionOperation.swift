@@ -140,7 +140,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         }
         /// The state machine, the response head, trailers, timings, resume data, observation
         /// and cache exchange: made at start (see ``TransferRecord``).
-        var recordStorage = TransferRecordStorage.initial
+        var recordStorage = URLConnectionOperation.initialRecordStorage
         /// The response, once built. HTTP responses arrive as `responseHead` and are built on
         /// first use, off the network thread (`HTTPURLResponse.init` is costly).
         var response: URLResponse?

@@ -5,7 +5,7 @@ extension URLConnectionOperation {
     /// Kept out of line, made by the first write (at start, or a cancel before it): an
     /// operation waiting its turn holds 8 bytes for it rather than 1,131, and 20,000
     /// operations enqueued at once 22 MB less. Until then it holds and reads
-    /// ``TransferRecordStorage/initial``.
+    /// ``initialRecordStorage``.
     struct TransferRecord {
         /// Every decision about the transfer, and the only record of whether it is paused or
         /// its outcome given (``TransferStateMachine/isFinished``; cancel() is then a no-op).
@@ -22,17 +22,15 @@ extension URLConnectionOperation {
         var cacheExchange: CacheExchange?
     }
 
-    /// The out-of-line storage of a ``TransferRecord``: one operation's own, or ``initial``.
-    final class TransferRecordStorage: @unchecked Sendable {
-        // @unchecked Sendable and unchecked exclusivity: an operation's own storage is held by
-        // its state alone and touched only under that state's lock; `initial` is only read
-        // (the dynamic check would cost each access of the state machine a runtime call).
-        @exclusivity(unchecked) var value = TransferRecord()
+    /// The out-of-line storage of a ``TransferRecord``: one operation's own, or
+    /// ``initialRecordStorage``. Safe to send by ``SharedBox``'s rule: an operation's own
+    /// storage is held by its state alone and touched only under that state's lock, and the
+    /// initial one is only read.
+    typealias TransferRecordStorage = SharedBox<TransferRecord>
 
-        /// What every operation that has not started holds and reads; never written (the
-        /// first write replaces it with a storage of the operation's own).
-        static let initial = TransferRecordStorage()
-    }
+    /// What every operation that has not started holds and reads; never written (the first
+    /// write replaces it with a storage of the operation's own).
+    static let initialRecordStorage = TransferRecordStorage(TransferRecord())
 }
 
 extension URLConnectionOperation.State {
@@ -43,8 +41,8 @@ extension URLConnectionOperation.State {
         // per small GET).
         _read { yield recordStorage.value }
         _modify {
-            if recordStorage === URLConnectionOperation.TransferRecordStorage.initial {
-                recordStorage = URLConnectionOperation.TransferRecordStorage()
+            if recordStorage === URLConnectionOperation.initialRecordStorage {
+                recordStorage = URLConnectionOperation.TransferRecordStorage(URLConnectionOperation.TransferRecord())
             }
             yield &recordStorage.value
         }

@@ -175,18 +175,18 @@ extension AllTests {
             manager.responseSerializer = HTTPResponseSerializer()
             let operation = manager.httpRequestOperation(with: URLRequest(url: server.url(.echo)), success: nil, failure: nil)
             let (sharesManagers, hasRecord) = operation.state.withLock { state in
-                (manager.settings.withLock { state.sharedSettings.isSame(as: $0.forOperations) }, state.recordStorage !== URLConnectionOperation.TransferRecordStorage.initial)
+                (manager.settings.withLock { state.sharedSettings.isSame(as: $0.forOperations) }, state.recordStorage !== URLConnectionOperation.initialRecordStorage)
             }
             #expect(sharesManagers)
             #expect(!hasRecord)
             // On a suspended queue, where Foundation reads its readiness: still nothing.
             manager.operationQueue.isSuspended = true
             manager.enqueue(operation)
-            #expect(operation.state.withLock { $0.recordStorage === URLConnectionOperation.TransferRecordStorage.initial })
+            #expect(operation.state.withLock { $0.recordStorage === URLConnectionOperation.initialRecordStorage })
             manager.operationQueue.isSuspended = false
             try await waitUntilFinished(operation)
             #expect(operation.error == nil)
-            #expect(operation.state.withLock { $0.recordStorage !== URLConnectionOperation.TransferRecordStorage.initial })
+            #expect(operation.state.withLock { $0.recordStorage !== URLConnectionOperation.initialRecordStorage })
         }
 
         /// The manager's own blocks (a server-trust block) are not dropped from the settings
@@ -240,7 +240,7 @@ extension AllTests {
             try await waitUntilFinished(cancelled)
             try await waitUntilFinished(refused)
             #expect(cancelled.isCancelled && refused.error != nil)
-            let initial = URLConnectionOperation.TransferRecordStorage.initial.value
+            let initial = URLConnectionOperation.initialRecordStorage.value
             #expect(!initial.machine.isFinished && !initial.machine.isPaused)
             #expect(initial.timings == nil && initial.responseHead == nil && initial.resumeData == nil)
             #expect(initial.observation.metrics == nil && initial.observation.startedAt == nil && initial.observation.span == nil)

@@ -71,12 +71,6 @@ final class BodyWriter: @unchecked Sendable {
         var holdsCurrentVersion: Bool
     }
 
-    /// A filled buffer on its way to the queue; owned by whichever side holds it.
-    private struct Filled: @unchecked Sendable {
-        let buffer: UnsafeMutableRawBufferPointer
-        let count: Int
-    }
-
     private let shared = Mutex(Shared())
     private let queue: DispatchQueue
     private let target: Handover<Target>
@@ -188,22 +182,23 @@ final class BodyWriter: @unchecked Sendable {
     /// Hands the bytes taken so far to the queue.
     func handOver() {
         guard let buffer = filling, fillCount > 0 else { return }
-        let filled = Filled(buffer: buffer, count: fillCount)
+        // Owned by whichever side holds it: the network thread lets go of it here.
+        let filled = Handover((buffer: buffer, count: fillCount))
         filling = nil
         fillCount = 0
         shared.withLock { $0.ahead += 1 }
         queue.async { [self] in
             if case .consumer(let channel) = self.target.value {
                 // Ahead until the consumer takes it: that is the backpressure.
-                let chunk = Data(UnsafeRawBufferPointer(rebasing: filled.buffer[0..<filled.count]))
-                self.pool.recycle(filled.buffer)
+                let chunk = Data(UnsafeRawBufferPointer(rebasing: filled.value.buffer[0..<filled.value.count]))
+                self.pool.recycle(filled.value.buffer)
                 channel.push(chunk) { self.release() }
                 return
             }
             if self.error == nil {
-                self.keep(self.write(UnsafeRawBufferPointer(rebasing: filled.buffer[0..<filled.count])))
+                self.keep(self.write(UnsafeRawBufferPointer(rebasing: filled.value.buffer[0..<filled.value.count])))
             }
-            self.pool.recycle(filled.buffer)
+            self.pool.recycle(filled.value.buffer)
             self.release()
         }
     }
