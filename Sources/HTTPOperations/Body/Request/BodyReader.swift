@@ -23,10 +23,10 @@ import Synchronization
 /// ``bytesAhead`` bytes are already waiting (see `BodyReader+Writer.swift`). Sending it
 /// again runs the closure again, in a new task, as a new generation.
 ///
-/// Thread-safety: the chunk being copied is the network thread's alone. The ready chunks,
-/// the end and the failure, whether the network thread waits for data, and a written body's
-/// task and waiting writer live in one struct behind one `Mutex`. The stream is used only on
-/// the queue.
+/// Thread-safety: the chunk being copied is the network thread's alone (checked in debug
+/// builds, ``OneThreadCheck``). The ready chunks, the end and the failure, whether the network
+/// thread waits for data, and a written body's task and waiting writer live in one struct
+/// behind one `Mutex`. The stream is used only on the queue.
 final class BodyReader: @unchecked Sendable {
     /// Bytes per read from the stream.
     static let chunkSize = 64 << 10
@@ -80,6 +80,8 @@ final class BodyReader: @unchecked Sendable {
     let dataAvailable: @Sendable () -> Void
     /// Asked for the trailer fields once the stream ended, on the queue (it is caller's code).
     let trailers: RequestTrailersBlock?
+    /// Checks, in debug builds, that the chunk below is touched from one thread.
+    private let copier = OneThreadCheck()
     /// The chunk being copied into curl's buffers, network thread only.
     private var current = Data()
     private var currentOffset = 0
@@ -123,6 +125,7 @@ final class BodyReader: @unchecked Sendable {
     /// Copies what is ready into `buffer`: from as many ready chunks as fit, so many small
     /// writes go out as one piece rather than one curl chunk each.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+        copier.check()
         var copied = 0
         while copied < buffer.count {
             if currentOffset == current.count {
@@ -168,6 +171,7 @@ final class BodyReader: @unchecked Sendable {
     /// Starts again from the first byte (curl's seek to 0). Returns false for a stream that
     /// cannot rewind.
     func rewind() -> Bool {
+        copier.check()
         guard stream.value.canBeSentAgain else { return false }
         current = Data()
         currentOffset = 0

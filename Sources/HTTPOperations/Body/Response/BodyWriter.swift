@@ -25,7 +25,8 @@ import Glibc
 /// with the whole resource) and closing are jobs on the same queue, after the writes handed
 /// in before them.
 ///
-/// Thread-safety: the buffer being filled is the network thread's alone. What both sides
+/// Thread-safety: the buffer being filled is the network thread's alone (checked in debug
+/// builds, ``OneThreadCheck``). What both sides
 /// touch — the count of buffers ahead, whether room is wanted, the first error — lives in
 /// one struct behind one `Mutex`. The target is used only by the queue once writing starts.
 final class BodyWriter: @unchecked Sendable {
@@ -77,6 +78,8 @@ final class BodyWriter: @unchecked Sendable {
     private let roomAvailable: @Sendable () -> Void
     private let failed: @Sendable (URLError) -> Void
     private let pool: BodyBufferPool
+    /// Checks, in debug builds, that the fields below are touched from one thread.
+    private let filler = OneThreadCheck()
     /// The buffer being filled, network thread only.
     private var filling: UnsafeMutableRawBufferPointer?
     private var fillCount = 0
@@ -137,6 +140,7 @@ final class BodyWriter: @unchecked Sendable {
     /// Whether `count` more bytes can be taken now. Takes the lock only when they would start
     /// a new buffer, so a failed write is noticed within a buffer's worth of chunks.
     func admit(_ count: Int) -> Admission {
+        filler.check()
         if filling != nil, fillCount + count <= Self.bufferSize { return .accepted }
         return shared.withLock { shared in
             if let error = shared.error { return .failed(error) }
@@ -151,6 +155,7 @@ final class BodyWriter: @unchecked Sendable {
 
     /// Takes `bytes`, whatever ``admit(_:)`` says (bodies held aside arrive whole).
     func append(_ bytes: UnsafeRawBufferPointer) {
+        filler.check()
         var offset = 0
         while offset < bytes.count {
             let buffer = filling ?? pool.take(atLeast: Self.bufferSize)
@@ -168,6 +173,7 @@ final class BodyWriter: @unchecked Sendable {
     /// Hands a consumer the bytes taken so far when it has taken everything before them;
     /// otherwise notes that they wait, and `roomAvailable` comes once it has. Network thread.
     func handOverIfIdle() {
+        filler.check()
         guard handsOverWhenIdle, fillCount > 0 else { return }
         let idle = shared.withLock { shared -> Bool in
             guard shared.ahead == 0 else {
@@ -181,6 +187,7 @@ final class BodyWriter: @unchecked Sendable {
 
     /// Hands the bytes taken so far to the queue.
     func handOver() {
+        filler.check()
         guard let buffer = filling, fillCount > 0 else { return }
         // Owned by whichever side holds it: the network thread lets go of it here.
         let filled = Handover((buffer: buffer, count: fillCount))
@@ -221,6 +228,7 @@ final class BodyWriter: @unchecked Sendable {
     /// After a failure nothing is emptied (nor written): ``afterWrites(_:)`` then reports that
     /// the file does not hold the current version.
     func discardAndEmpty() {
+        filler.check()
         fillCount = 0
         emptiesRequested += 1
         queue.async { [self] in self.emptyAndCount() }
@@ -229,6 +237,7 @@ final class BodyWriter: @unchecked Sendable {
     /// Runs `job` on the queue after every write and emptying handed in before it (call
     /// ``handOver()`` first for the bytes being filled), with what the target holds then.
     func afterWrites(_ job: @escaping @Sendable (Written) -> Void) {
+        filler.check()
         let requested = emptiesRequested
         queue.async { [self] in
             let (bytes, emptied) = self.shared.withLock { ($0.written, $0.emptied) }
@@ -239,6 +248,7 @@ final class BodyWriter: @unchecked Sendable {
     /// Hands over what is left, closes the target after the last write, and calls `completion`
     /// on the queue with the first error, if any.
     func close(then completion: @escaping @Sendable (URLError?) -> Void) {
+        filler.check()
         handOver()
         queue.async { [self] in
             switch self.target.value {
