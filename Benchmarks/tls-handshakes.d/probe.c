@@ -14,6 +14,7 @@
  *   bundle-and-file  CA_FILE.bundle and CA_FILE by turns, no folder
  *   bundle-and-blob  CA_FILE.bundle and the blob by turns, no folder (a process whose
  *                    requests go out under the default policy and under its own authorities)
+ *   file-no-resume   as "file", with libcurl's TLS session cache off: no handshake resumes
  * The last two show how many stores libcurl keeps built: one per multi handle, or more.
  * Prints how many GETs failed; the caller reads CPU time and the server's resumption log.
  * Set HTTPOP_TRACE_SSLS=1 to see libcurl's session cache at work (curl_global_trace).
@@ -48,9 +49,10 @@ static void trust(CURL *easy, const char *how, const char *ca_file, struct curl_
         curl_easy_setopt(easy, CURLOPT_CAPATH, NULL);
     } else if (strcmp(how, "file-and-folder") == 0) {
         curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
-    } else if (strcmp(how, "file") == 0) {
+    } else if (strcmp(how, "file") == 0 || strcmp(how, "file-no-resume") == 0) {
         curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
         curl_easy_setopt(easy, CURLOPT_CAPATH, NULL);
+        curl_easy_setopt(easy, CURLOPT_SSL_SESSIONID_CACHE, strcmp(how, "file") == 0 ? 1L : 0L);
     } else {
         curl_easy_setopt(easy, CURLOPT_CAINFO, NULL);
         curl_easy_setopt(easy, CURLOPT_CAPATH, NULL);
@@ -64,6 +66,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *url = argv[1], *ca_file = argv[2], *how = argv[5];
+    static const char *known[] = { "file-and-folder", "file", "blob", "bundle", "two-files",
+                                   "bundle-and-file", "bundle-and-blob", "file-no-resume" };
+    int recognised = 0;
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) recognised |= strcmp(how, known[i]) == 0;
+    if (!recognised) { fprintf(stderr, "probe: unknown TRUST '%s'\n", how); return 2; }
     int count = atoi(argv[3]), in_flight = atoi(argv[4]);
     static char pem[1 << 16];
     FILE *file = fopen(ca_file, "rb");

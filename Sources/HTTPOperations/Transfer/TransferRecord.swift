@@ -6,7 +6,7 @@ extension URLConnectionOperation {
     /// operation waiting its turn holds 8 bytes for it rather than 1,131, and 20,000
     /// operations enqueued at once 22 MB less. Until then it holds and reads
     /// ``initialRecordStorage``.
-    struct TransferRecord {
+    struct TransferRecord: Sendable {
         /// Every decision about the transfer, and the only record of whether it is paused or
         /// its outcome given (``TransferStateMachine/isFinished``; cancel() is then a no-op).
         var machine = TransferStateMachine(configuration: .init())

@@ -21,7 +21,7 @@ import Foundation
 /// when it has a credential (it probes for the scheme first), so a 401 can come before the
 /// real answer on the same transfer. Each head is judged on its own and replaces the body
 /// route of the one before; a body held aside for an earlier head is dropped.
-struct TransferStateMachine {
+struct TransferStateMachine: Sendable {
     // MARK: - State
 
     /// Fixed by ``configure(_:validator:entityTag:lastModified:knownLength:)`` before the
@@ -35,7 +35,7 @@ struct TransferStateMachine {
     /// The waits of the retries scheduled so far, in seconds.
     private(set) var retryDelays: TimeInterval = 0
     /// A number in 0...1 for each retry's jitter; tests give their own.
-    var random: () -> Double = { Double.random(in: 0...1) }
+    var random: @Sendable () -> Double = { Double.random(in: 0...1) }
     private(set) var redirects = 0
     private(set) var challenges = 0
     /// ``begin(held:)`` was called.
