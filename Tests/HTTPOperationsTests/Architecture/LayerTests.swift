@@ -59,7 +59,7 @@ extension AllTests {
         /// The library's folders, each with its files (subfolders apart).
         static let folders = ["Client", "Client/HTTPTypes", "Operation", "Transfer", "Transfer/StateMachine", "Body/Request", "Body/Response", "Curl",
                               "HTTP", "Configuration", "Security", "Serialization", "Caching", "Observability",
-                              "Reachability", "Errors"]
+                              "Reachability", "Errors", "ThreadSafety"]
 
         /// Each use, in `lower`'s files, of a type declared in one of `upper` and not in
         /// `allowed`: "file: Name". Every folder read must hold declarations, so a folder that
@@ -92,6 +92,13 @@ extension AllTests {
         @Test func curlNamesNothingAboveIt() throws {
             let uses = try Self.upwardUses(from: "Curl", to: ["Transfer", "Transfer/StateMachine", "Operation", "Client",
                                                               "Client/HTTPTypes"])
+            #expect(uses.isEmpty, "\(uses)")
+        }
+
+        /// "`ThreadSafety/` … uses nothing": the lock and box types every folder uses name
+        /// none of them.
+        @Test func threadSafetyNamesNoOtherFolder() throws {
+            let uses = try Self.upwardUses(from: "ThreadSafety", to: Self.all(but: [], besides: "ThreadSafety"))
             #expect(uses.isEmpty, "\(uses)")
         }
 
