@@ -29,6 +29,12 @@ struct Bench: ParsableCommand {
         case observedLibraryOnly
         /// Only metrics, or only tracing, to the dropping backends.
         case droppingMetrics, droppingTracing
+        /// HTTPOperations' operations POSTing one request built once by the JSON serializer
+        /// (JSON uploads only): the bytes encoded once, as raw libcurl sends them.
+        case operationsEncodedOnce
+        /// The manager's JSON request serializer alone, building the upload POST `count`
+        /// times with no I/O.
+        case serializeOnly
         /// HTTPOperations' callback verb (`manager.get(urlString, success:failure:)`), all
         /// enqueued at once: the async verb's request building, with blocks.
         case verbs
@@ -153,6 +159,7 @@ struct Bench: ParsableCommand {
             switch (client, upload) {
             case (.raw, _): return RawClient.upload(workload, upload)
             case (.operations, _): return try UploadClients.operations(workload, upload)
+            case (.operationsEncodedOnce, .json): return try UploadClients.operations(workload, upload, encodedOnce: true)
             case (.verbs, .json): return UploadClients.verbs(workload)
             case (.async, _): return UploadClients.async(workload, upload)
             case (.urlsession, _): return try UploadClients.urlSession(workload, upload)
@@ -180,6 +187,8 @@ struct Bench: ParsableCommand {
         case .chainThroughManager, .chainOnQueue: return OperationsClient.chain(workload, throughManager: client == .chainThroughManager)
         case .noio: return OperationsClient.withoutIO(workload)
         case .noioBlock: return OperationsClient.blockOperations(workload)
+        case .serializeOnly: return try UploadClients.serializeOnly(workload)
+        case .operationsEncodedOnce: throw ValidationError("operationsEncodedOnce sends JSON uploads only (--post-json)")
         }
     }
 

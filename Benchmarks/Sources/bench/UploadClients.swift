@@ -34,16 +34,33 @@ enum UploadBody: Sendable {
 enum UploadClients {
     /// HTTPOperations: operations whose requests the manager's JSON request serializer builds
     /// (or, for a file, a request whose `httpBodyStream` reads it), through the manager.
-    static func operations(_ workload: Workload, _ upload: UploadBody) throws -> Tally {
+    ///
+    /// - Parameter encodedOnce: Build the request once and send it `count` times, as raw
+    ///   libcurl sends bytes encoded once: what a POST costs the model without the encoder.
+    static func operations(_ workload: Workload, _ upload: UploadBody, encodedOnce: Bool = false) throws -> Tally {
         let manager = jsonManager(workload)
         let counter = OperationsClient.Counter(total: workload.count)
+        let built = encodedOnce ? try request(manager, workload, upload) : nil
         for _ in 0..<workload.count {
-            let operation = manager.httpRequestOperation(with: try request(manager, workload, upload), success: { _, object in
+            let operation = manager.httpRequestOperation(with: try built ?? request(manager, workload, upload), success: { _, object in
                 counter.record(ok: true, bytes: Int64((object as? Data)?.count ?? 0))
             }, failure: { _, _ in counter.record(ok: false, bytes: 0) })
             manager.enqueue(operation)
         }
         return counter.wait()
+    }
+
+    /// The manager's JSON request serializer alone, `count` times, no I/O: what building a
+    /// JSON POST costs (`Foundation.JSONSerialization` most of it).
+    static func serializeOnly(_ workload: Workload) throws -> Tally {
+        let manager = jsonManager(workload)
+        var tally = Tally()
+        for _ in 0..<workload.count {
+            let request = try request(manager, workload, .json)
+            tally.completed += 1
+            tally.bytes += Int64(request.httpBody?.count ?? 0)
+        }
+        return tally
     }
 
     /// HTTPOperations' callback verb, `manager.post(_:parameters:success:failure:)` (JSON only).

@@ -164,8 +164,11 @@ public struct HTTPRequestSerializer: URLRequestSerialization {
             }
             return ("application/x-www-form-urlencoded; charset=\(charset)", body)
         case .json(let options):
-            // Checked first: JSONSerialization traps on what it cannot write.
-            guard JSONSerialization.isValidJSONObject(parameters) else {
+            // JSONSerialization stops the program on a top-level value that is neither an
+            // array nor a dictionary, unless fragments are allowed; for anything else it cannot
+            // write, it throws. So only the top is checked here: `isValidJSONObject` would walk
+            // the whole tree a second time (and refuses every fragment, whatever the options).
+            guard options.contains(.fragmentsAllowed) || parameters is [Any] || parameters is [AnyHashable: Any] else {
                 throw RequestSerializationError(.invalidJSONObject)
             }
             do {

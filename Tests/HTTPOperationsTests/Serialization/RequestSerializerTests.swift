@@ -105,6 +105,52 @@ extension AllTests {
             }
         }
 
+        /// JSON bodies: what JSON cannot hold is a typed error wherever it sits in the tree, never
+        /// a trap (Foundation's writer stops the program on a top-level value that is no array
+        /// or dictionary, unless fragments are allowed, and throws for the rest).
+        @Test func whatJSONCannotHoldIsATypedErrorWhereverItSits() {
+            struct Opaque {}
+            let refused: [(String, Any, JSONSerialization.WritingOptions)] = [
+                ("a date", ["when": Date()], []),
+                ("a date in an array", ["list": [1, Date()] as [Any]], []),
+                ("not a number", ["x": Double.nan], []),
+                ("an infinity in an array", [Double.infinity], []),
+                ("a number as a key", [1: "one"], []),
+                ("a number as a nested key", ["a": [2: "two"]], []),
+                ("a value of no JSON type", ["a": Opaque()], []),
+                ("a string at the top", "text", []),
+                ("a number at the top", 42, []),
+                ("a set at the top", Set(["a"]), []),
+                ("a date at the top, fragments allowed", Date(), .fragmentsAllowed),
+                ("a date in a dictionary, fragments allowed", ["when": Date()], .fragmentsAllowed),
+            ]
+            for (name, parameters, options) in refused {
+                let serializer = HTTPRequestSerializer(bodyEncoding: .json(options))
+                #expect(throws: RequestSerializationError.self, "\(name)") {
+                    try serializer.request(method: "POST", urlString: "http://a.test/", parameters: parameters)
+                }
+                do {
+                    _ = try serializer.request(method: "POST", urlString: "http://a.test/", parameters: parameters)
+                } catch let error as RequestSerializationError {
+                    #expect(error.code == .invalidJSONObject, "\(name): \(error)")
+                } catch {
+                    Issue.record("\(name): \(error)")
+                }
+            }
+        }
+
+        /// `.fragmentsAllowed` means what it says: a top-level string or number is a body.
+        @Test func aFragmentIsABodyWhenTheOptionsAllowIt() throws {
+            let serializer = HTTPRequestSerializer(bodyEncoding: .json(.fragmentsAllowed))
+            let text = try serializer.request(method: "POST", urlString: "http://a.test/", parameters: "text")
+            #expect(text.httpBody == Data(#""text""#.utf8))
+            #expect(text.value(forHTTPHeaderField: "Content-Type") == "application/json")
+            let number = try serializer.request(method: "PUT", urlString: "http://a.test/", parameters: 42)
+            #expect(number.httpBody == Data("42".utf8))
+            let object = try serializer.request(method: "POST", urlString: "http://a.test/", parameters: ["a": 1])
+            #expect(object.httpBody == Data(#"{"a":1}"#.utf8))
+        }
+
         @Test(arguments: ["form", "json", "plist"])
         func bodiesRoundTripThroughTheServer(kind: String) async throws {
             let encoding: HTTPRequestSerializer.BodyEncoding = switch kind {
