@@ -131,6 +131,9 @@ struct Bench: ParsableCommand {
             "microsecondsPerOperation": elapsed / Double(max(result.completed, 1)) * 1e6,
             "peakRSSBytes": peakRSS(),
         ]
+        if let openLoop, let path = ProcessInfo.processInfo.environment["BENCH_LATENCY_LOG"] {
+            try openLoop.log(to: path)
+        }
         if let openLoop, let rate {
             let percentiles = openLoop.milliseconds(at: [0.5, 0.99, 0.999, 1])
             line["rate"] = rate

@@ -169,6 +169,17 @@ final class LatencyRecorder: Sendable {
         done.signal()
     }
 
+    /// Writes one line per request, "index due-seconds latency-seconds" (latency -2: failed),
+    /// for looking at when the slow ones fell due (`BENCH_LATENCY_LOG=path`).
+    func log(to path: String) throws {
+        let lines = state.withLock { state in
+            state.latencies.enumerated().map { index, latency in
+                "\(index) \(Double(index) / rate) \(latency)"
+            }
+        }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
     var tally: Tally { state.withLock { $0.tally } }
     var duplicates: Int { state.withLock { $0.duplicates } }
 

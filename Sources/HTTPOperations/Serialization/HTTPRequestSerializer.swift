@@ -164,11 +164,10 @@ public struct HTTPRequestSerializer: URLRequestSerialization {
             }
             return ("application/x-www-form-urlencoded; charset=\(charset)", body)
         case .json(let options):
-            // JSONSerialization stops the program on a top-level value that is neither an
-            // array nor a dictionary, unless fragments are allowed; for anything else it cannot
-            // write, it throws. So only the top is checked here: `isValidJSONObject` would walk
-            // the whole tree a second time (and refuses every fragment, whatever the options).
-            guard options.contains(.fragmentsAllowed) || parameters is [Any] || parameters is [AnyHashable: Any] else {
+            // What JSONSerialization would trap on, overflow the stack with or write as `NaN`
+            // (`isValidJSONObject` catches it too, at several times the cost, and refuses every
+            // fragment, whatever the options); for the rest, the writer throws.
+            guard JSONWriterGuard.admits(parameters, options: options) else {
                 throw RequestSerializationError(.invalidJSONObject)
             }
             do {

@@ -105,12 +105,27 @@ extension AllTests {
             }
         }
 
+        /// `depth` arrays, each holding the next.
+        static func nested(_ depth: Int) -> Any {
+            var value: Any = [Any]()
+            for _ in 1..<depth { value = [value] }
+            return value
+        }
+
         /// JSON bodies: what JSON cannot hold is a typed error wherever it sits in the tree, never
-        /// a trap (Foundation's writer stops the program on a top-level value that is no array
-        /// or dictionary, unless fragments are allowed, and throws for the rest).
+        /// a trap and never bytes that are not JSON. Foundation's writer stops the program on a
+        /// top-level value that is no array or dictionary (unless fragments are allowed),
+        /// recurses without limit (a deep enough tree overflows the stack) and writes a
+        /// `Decimal` NaN as `NaN`; for the rest it throws, and the error carries what it threw.
         @Test func whatJSONCannotHoldIsATypedErrorWhereverItSits() {
             struct Opaque {}
             let refused: [(String, Any, JSONSerialization.WritingOptions)] = [
+                ("a decimal NaN", ["x": Decimal.nan], []),
+                ("a decimal NaN in an array", ["x": [Decimal(1), Decimal.nan]], []),
+                ("an NSDecimalNumber NaN", ["x": NSDecimalNumber.notANumber], []),
+                ("a decimal NaN at the top, fragments allowed", Decimal.nan, .fragmentsAllowed),
+                ("513 arrays deep (Foundation's reader takes 512)", Self.nested(513), []),
+                ("513 objects deep", (1..<513).reduce(["k": 1] as Any) { inner, _ in ["k": inner] }, []),
                 ("a date", ["when": Date()], []),
                 ("a date in an array", ["list": [1, Date()] as [Any]], []),
                 ("not a number", ["x": Double.nan], []),
@@ -137,9 +152,26 @@ extension AllTests {
                     Issue.record("\(name): \(error)")
                 }
             }
+            // What Foundation's writer refuses itself comes with its reason.
+            let writerRefused = #expect(throws: RequestSerializationError.self) {
+                try HTTPRequestSerializer(bodyEncoding: .json()).request(method: "POST", urlString: "http://a.test/",
+                                                                         parameters: ["when": Date()])
+            }
+            #expect(writerRefused?.underlying != nil)
         }
 
-        /// `.fragmentsAllowed` means what it says: a top-level string or number is a body.
+        /// The deepest tree Foundation reads back, and decimals that are numbers, are bodies.
+        @Test func jsonAsDeepAsFoundationReadsIsABody() throws {
+            let serializer = HTTPRequestSerializer(bodyEncoding: .json())
+            let deep = try #require(try serializer.request(method: "POST", urlString: "http://a.test/", parameters: Self.nested(512)).httpBody)
+            #expect(deep == Data((String(repeating: "[", count: 512) + String(repeating: "]", count: 512)).utf8))
+            #expect(try JSONSerialization.jsonObject(with: deep) is [Any])
+            let decimals = try serializer.request(method: "POST", urlString: "http://a.test/", parameters: ["d": Decimal(string: "1.5")!])
+            #expect(decimals.httpBody == Data(#"{"d":1.5}"#.utf8))
+        }
+
+        /// `.fragmentsAllowed` means what it says: a top-level string, number, boolean or null is
+        /// a body.
         @Test func aFragmentIsABodyWhenTheOptionsAllowIt() throws {
             let serializer = HTTPRequestSerializer(bodyEncoding: .json(.fragmentsAllowed))
             let text = try serializer.request(method: "POST", urlString: "http://a.test/", parameters: "text")
@@ -147,6 +179,10 @@ extension AllTests {
             #expect(text.value(forHTTPHeaderField: "Content-Type") == "application/json")
             let number = try serializer.request(method: "PUT", urlString: "http://a.test/", parameters: 42)
             #expect(number.httpBody == Data("42".utf8))
+            let null = try serializer.request(method: "PUT", urlString: "http://a.test/", parameters: NSNull())
+            #expect(null.httpBody == Data("null".utf8))
+            let yes = try serializer.request(method: "PUT", urlString: "http://a.test/", parameters: true)
+            #expect(yes.httpBody == Data("true".utf8))
             let object = try serializer.request(method: "POST", urlString: "http://a.test/", parameters: ["a": 1])
             #expect(object.httpBody == Data(#"{"a":1}"#.utf8))
         }
