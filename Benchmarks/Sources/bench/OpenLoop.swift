@@ -33,8 +33,10 @@ enum OpenLoop {
             recorder.takeRaw(latencies, bytes: result.body_bytes)
         case .operations:
             let manager = OperationsClient.manager(workload)
+            if recorder.stamps != nil { manager.operationFactory = { StampedOperation(request: $0) } }
             recorder.drive { index in
-                let operation = manager.httpRequestOperation(with: URLRequest(url: workload.url), success: { _, object in
+                let operation = manager.httpRequestOperation(with: URLRequest(url: workload.url), success: { operation, object in
+                    recorder.stamp(index, operation as? StampedOperation)
                     recorder.record(index, ok: true, bytes: Int64((object as? Data)?.count ?? 0))
                 }, failure: { _, _ in recorder.record(index, ok: false, bytes: 0) })
                 manager.enqueue(operation)
@@ -94,6 +96,8 @@ final class LatencyRecorder: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Where each request's time went, kept only for `BENCH_LATENCY_LOG` (LatencyStamps.swift).
+    let stamps: LatencyStamps?
     private let done = DispatchSemaphore(value: 0)
     /// Places for requests out at once: taken when one is issued, given back by its answer.
     private let places: DispatchSemaphore
@@ -107,6 +111,7 @@ final class LatencyRecorder: Sendable {
         self.rate = rate
         places = DispatchSemaphore(value: max(1, inFlight))
         state = Mutex(State(latencies: [Double](repeating: -1, count: count), unanswered: count))
+        stamps = ProcessInfo.processInfo.environment["BENCH_LATENCY_LOG"] == nil ? nil : LatencyStamps(count: count)
         start = Self.now() + 10_000_000
     }
 
@@ -128,6 +133,7 @@ final class LatencyRecorder: Sendable {
             var time = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
             while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
             places.wait()
+            stamps?.issued(index)
             issue(index)
         }
     }
@@ -169,12 +175,20 @@ final class LatencyRecorder: Sendable {
         done.signal()
     }
 
+    /// Records where an answered request's time went, when stamps are kept.
+    func stamp(_ index: Int, _ operation: StampedOperation?) {
+        guard let stamps, let operation else { return }
+        stamps.answered(index, operation: operation, due: due(index))
+    }
+
     /// Writes one line per request, "index due-seconds latency-seconds" (latency -2: failed),
-    /// for looking at when the slow ones fell due (`BENCH_LATENCY_LOG=path`).
+    /// then, for the operations client, the seconds from due to issued and to started, and
+    /// curl's timings (LatencyStamps), for looking at when the slow ones fell due and where
+    /// their time went (`BENCH_LATENCY_LOG=path`).
     func log(to path: String) throws {
         let lines = state.withLock { state in
             state.latencies.enumerated().map { index, latency in
-                "\(index) \(Double(index) / rate) \(latency)"
+                "\(index) \(Double(index) / rate) \(latency)" + (stamps.map { " " + $0.line(index, due: due(index)) } ?? "")
             }
         }
         try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)

@@ -8,16 +8,17 @@ import Foundation
 /// - a top-level value that is no array or dictionary, without `.fragmentsAllowed`: it stops
 ///   the program;
 /// - nesting: it recurses without limit, so a deep enough tree overflows the stack (its reader
-///   refuses more than 512 levels);
+///   refuses more than 512 arrays and objects nested in one another);
 /// - a `Decimal` or `NSDecimalNumber` NaN: it writes `NaN`, which is not JSON.
 ///
 /// `JSONSerialization.isValidJSONObject` catches all three, but it walks the whole tree with a
 /// dynamic cast per value: on a small object it cost about half of what encoding it did
 /// (Docs/Performance.md, "A small JSON POST, taken apart"). This walk looks for the three
-/// alone, and tells the common leaves and containers by their type's identity, without a
-/// cast.
+/// alone, and tells the common leaves and the two usual containers by their type's identity,
+/// without a cast (other values take one).
 enum JSONWriterGuard {
-    /// The deepest nesting written: what Foundation's reader (and `isValidJSONObject`) accepts.
+    /// The most arrays and objects nested in one another that are written: what Foundation's
+    /// reader accepts.
     static let maximumDepth = 512
 
     /// Whether `value` can go to the writer: it will either write JSON or throw.
@@ -40,20 +41,24 @@ enum JSONWriterGuard {
     }
 
     private static func writable(_ value: Any, depth: Int) -> Bool {
-        guard depth <= maximumDepth else { return false }
+        // Only arrays and objects count towards the depth, as Foundation's reader counts them.
         let type = ObjectIdentifier(Swift.type(of: value))
         if leaves.contains(type) { return true }
         if type == object {
-            return (value as! [String: Any]).values.allSatisfy { writable($0, depth: depth + 1) }
+            return depth <= maximumDepth && (value as! [String: Any]).values.allSatisfy { writable($0, depth: depth + 1) }
         }
         if type == array {
-            return (value as! [Any]).allSatisfy { writable($0, depth: depth + 1) }
+            return depth <= maximumDepth && (value as! [Any]).allSatisfy { writable($0, depth: depth + 1) }
         }
         switch value {
-        case let number as NSDecimalNumber: return number != NSDecimalNumber.notANumber
+        // Containers before any cast to a class: casting a Swift array or dictionary to a class
+        // bridges it to its NS form first, its whole subtree with it, with no depth limit (a
+        // chain of 20,000 `[Any?]` overflowed the stack there).
+        case let array as [Any]: return depth <= maximumDepth && array.allSatisfy { writable($0, depth: depth + 1) }
+        case let object as [AnyHashable: Any]:
+            return depth <= maximumDepth && object.values.allSatisfy { writable($0, depth: depth + 1) }
         case let decimal as Decimal: return !decimal.isNaN
-        case let object as [AnyHashable: Any]: return object.values.allSatisfy { writable($0, depth: depth + 1) }
-        case let array as [Any]: return array.allSatisfy { writable($0, depth: depth + 1) }
+        case let number as NSDecimalNumber: return !number.decimalValue.isNaN
         // Anything else the writer writes or throws for.
         default: return true
         }

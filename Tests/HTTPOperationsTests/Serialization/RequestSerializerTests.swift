@@ -160,14 +160,42 @@ extension AllTests {
             #expect(writerRefused?.underlying != nil)
         }
 
-        /// The deepest tree Foundation reads back, and decimals that are numbers, are bodies.
+        /// The deepest tree Foundation reads back (512 arrays or objects, whatever the value
+        /// innermost), and decimals that are numbers, are bodies.
         @Test func jsonAsDeepAsFoundationReadsIsABody() throws {
             let serializer = HTTPRequestSerializer(bodyEncoding: .json())
             let deep = try #require(try serializer.request(method: "POST", urlString: "http://a.test/", parameters: Self.nested(512)).httpBody)
             #expect(deep == Data((String(repeating: "[", count: 512) + String(repeating: "]", count: 512)).utf8))
             #expect(try JSONSerialization.jsonObject(with: deep) is [Any])
+            let aroundAValue = (1..<512).reduce([1] as Any) { inner, _ in [inner] }
+            let deepWithValue = try #require(try serializer.request(method: "POST", urlString: "http://a.test/", parameters: aroundAValue).httpBody)
+            #expect(deepWithValue == Data((String(repeating: "[", count: 512) + "1" + String(repeating: "]", count: 512)).utf8))
+            #expect(try JSONSerialization.jsonObject(with: deepWithValue) is [Any])
+            let objects = (1..<512).reduce(["k": 1] as Any) { inner, _ in ["k": inner] }
+            let deepObjects = try #require(try serializer.request(method: "POST", urlString: "http://a.test/", parameters: objects).httpBody)
+            #expect(try JSONSerialization.jsonObject(with: deepObjects) is [String: Any])
             let decimals = try serializer.request(method: "POST", urlString: "http://a.test/", parameters: ["d": Decimal(string: "1.5")!])
             #expect(decimals.httpBody == Data(#"{"d":1.5}"#.utf8))
+        }
+
+        /// A tree far too deep for the writer is refused without a walk through Foundation's
+        /// bridging, which recurses without a limit of its own, whatever its containers.
+        /// In child processes that exit before the tree is released (releasing it recurses
+        /// once per level too).
+        @Test func aTreeFarTooDeepIsRefusedWhateverItsContainers() async {
+            await #expect(processExitsWith: .success) { exit(Self.refusesATreeFarTooDeep(ofArrays: true) ? 0 : 1) }
+            await #expect(processExitsWith: .success) { exit(Self.refusesATreeFarTooDeep(ofArrays: false) ? 0 : 1) }
+        }
+
+        /// Whether the JSON serializer refuses 20,000 optional arrays (or objects) each in the next.
+        static func refusesATreeFarTooDeep(ofArrays arrays: Bool) -> Bool {
+            var value: Any = [Any?]()
+            for _ in 0..<20_000 {
+                value = arrays ? [value] as [Any?] : ["k": value] as [String: Any?]
+            }
+            let sent = try? HTTPRequestSerializer(bodyEncoding: .json()).request(method: "POST", urlString: "http://a.test/",
+                                                                                 parameters: value)
+            return sent == nil
         }
 
         /// `.fragmentsAllowed` means what it says: a top-level string, number, boolean or null is
