@@ -45,22 +45,26 @@ enum JSONWriterGuard {
         let type = ObjectIdentifier(Swift.type(of: value))
         if leaves.contains(type) { return true }
         if type == object {
-            return depth <= maximumDepth && (value as! [String: Any]).values.allSatisfy { writable($0, depth: depth + 1) }
+            return writable(children: (value as! [String: Any]).values, depth: depth)
         }
         if type == array {
-            return depth <= maximumDepth && (value as! [Any]).allSatisfy { writable($0, depth: depth + 1) }
+            return writable(children: value as! [Any], depth: depth)
         }
         switch value {
         // Containers before any cast to a class: casting a Swift array or dictionary to a class
         // bridges it to its NS form first, its whole subtree with it, with no depth limit (a
         // chain of 20,000 `[Any?]` overflowed the stack there).
-        case let array as [Any]: return depth <= maximumDepth && array.allSatisfy { writable($0, depth: depth + 1) }
-        case let object as [AnyHashable: Any]:
-            return depth <= maximumDepth && object.values.allSatisfy { writable($0, depth: depth + 1) }
+        case let array as [Any]: return writable(children: array, depth: depth)
+        case let object as [AnyHashable: Any]: return writable(children: object.values, depth: depth)
         case let decimal as Decimal: return !decimal.isNaN
         case let number as NSDecimalNumber: return !number.decimalValue.isNaN
         // Anything else the writer writes or throws for.
         default: return true
         }
+    }
+
+    /// Whether a container at `depth` may be written: within the limit, every child too.
+    private static func writable<Children: Sequence<Any>>(children: Children, depth: Int) -> Bool {
+        depth <= maximumDepth && children.allSatisfy { writable($0, depth: depth + 1) }
     }
 }
