@@ -177,7 +177,7 @@ extension HTTPRequestOperationManager {
     ///   origin-form (`/…`; `*` for OPTIONS): an absolute URL or `//host` there would send the
     ///   request to another origin than the one it names; `.unencodableHeaderValue` for a
     ///   value whose bytes are not UTF-8, which no header string carries as they are.
-    private func urlRequest(for request: HTTPRequest) throws -> URLRequest {
+    func urlRequest(for request: HTTPRequest) throws -> URLRequest {
         if let path = request.path, !Self.isOriginForm(path, method: request.method, authority: request.authority) {
             throw RequestSerializationError(.invalidURL(path))
         }

@@ -1,0 +1,169 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The stream's loop: one task that carries out ``EventStreamMachine``'s actions, one
+/// connection at a time, so that the events of two connections can never interleave.
+extension EventStreamOperation {
+    func run() async {
+        var parser = EventStreamParser(lastEventID: lastEventID, maximumEventBytes: configuration.maximumEventBytes)
+        var action = state.withLock { $0.machine.start() }
+        while true {
+            switch action {
+            case .connect:
+                action = await connectOnce(&parser)
+            case .wait(let delay):
+                await wakeup.wait(upTo: delay)
+                action = state.withLock { $0.machine.waited() }
+            case .awaitResume:
+                await wakeup.wait(upTo: nil)
+                action = state.withLock { $0.machine.waited() }
+            case .finish(let end):
+                conclude(end)
+                return
+            }
+        }
+    }
+
+    /// Opens one connection, reads it to its end, and asks the machine what comes next.
+    private func connectOnce(_ parser: inout EventStreamParser) async -> EventStreamMachine.Action {
+        let connection = connectionOperation(for: requestForNextConnection())
+        connection.retryPolicy = RetryPolicy(maximumRetries: 0)
+        connection.maximumBodySize = nil
+        connection.setResponseSerializer(.data)
+        connection.answerEveryStatus()
+        let body = ResponseBodyStream(connection)
+        let opened = state.withLock { state -> Bool in
+            guard state.machine.phase == .connecting else { return false }
+            state.connection = connection
+            state.connections += 1
+            return true
+        }
+        guard opened else {
+            connection.cancel()
+            return state.withLock { $0.machine.connectionEnded(error: nil, jitter: 0) }
+        }
+        connection.start()
+        var failure: (any Error)?
+        do {
+            guard let head = try await body.responseHead() else {
+                throw URLError(.badServerResponse, url: request.url, description: "The answer had no HTTP head.")
+            }
+            let answer = state.withLock { $0.machine.answered(status: head.statusCode, mediaType: Self.mediaType(of: head)) }
+            switch answer {
+            case .read:
+                parser.beginStream()
+                for try await chunk in body {
+                    let events = try parser.parse(chunk)
+                    if let retry = parser.reconnectionTime {
+                        state.withLock { $0.machine.retryReceived(milliseconds: retry) }
+                    }
+                    guard await deliver(events, then: parser.lastEventID) else { break }
+                }
+            case .reconnect(let reasons), .refuse(let reasons):
+                let refusal = ResponseValidationError(reasons: reasons, response: head.httpURLResponse(for: connection.currentRequest.url ?? request.url!), data: nil)
+                guard case .reconnect = answer else {
+                    close(connection)
+                    return .finish(.failed(refusal))
+                }
+                failure = refusal
+            case .stop(let action):
+                close(connection)
+                return action
+            }
+        } catch let error as EventStreamError {
+            failure = EventStreamError(reason: error.reason, url: request.url, underlyingError: error.underlyingError)
+        } catch {
+            failure = error
+        }
+        close(connection)
+        let jitter = Double.random(in: 0..<1)
+        return state.withLock { $0.machine.connectionEnded(error: failure, jitter: jitter) }
+    }
+
+    /// ``request`` with `Last-Event-ID` (when an id is known), `Accept: text/event-stream`
+    /// and `Cache-Control: no-cache` (unless the request sets its own).
+    private func requestForNextConnection() -> URLRequest {
+        var next = request
+        let lastEventID = self.lastEventID
+        if !lastEventID.isEmpty { next.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
+        if next.value(forHTTPHeaderField: "Accept") == nil { next.setValue("text/event-stream", forHTTPHeaderField: "Accept") }
+        if next.value(forHTTPHeaderField: "Cache-Control") == nil { next.setValue("no-cache", forHTTPHeaderField: "Cache-Control") }
+        return next
+    }
+
+    private func close(_ connection: HTTPRequestOperation) {
+        connection.cancel()
+        state.withLock { $0.connection = nil }
+    }
+
+    /// Hands `events` over, in order, then moves the last event id to `streamID` (the parser's,
+    /// which an event with no data may have moved); false when a cancel stopped it (the rest
+    /// are not delivered, and the id stays at the last one delivered).
+    private func deliver(_ events: [ServerSentEvent], then streamID: String) async -> Bool {
+        let (delivery, queue) = state.withLock { ($0.delivery, $0.completionQueue) }
+        switch delivery {
+        case .handler(let handler)?:
+            let delivered = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                (queue ?? .global()).async { [self] in
+                    for event in events {
+                        guard record(event) else { return continuation.resume(returning: false) }
+                        handler(self, event)
+                    }
+                    continuation.resume(returning: true)
+                }
+            }
+            guard delivered else { return false }
+        case .channel(let channel)?:
+            for event in events {
+                guard record(event), await channel.push(event) else { return false }
+            }
+        case nil:
+            for event in events {
+                guard record(event) else { return false }
+            }
+        }
+        return state.withLock { state in
+            guard !state.machine.isStopping else { return false }
+            state.lastEventID = streamID
+            return true
+        }
+    }
+
+    /// Counts `event` as delivered, unless the operation is being cancelled.
+    private func record(_ event: ServerSentEvent) -> Bool {
+        state.withLock { state in
+            guard !state.machine.isStopping else { return false }
+            state.machine.delivered()
+            state.eventsDelivered += 1
+            state.lastEventID = event.lastEventID
+            return true
+        }
+    }
+
+    /// The answer's media type, lowercased, without parameters.
+    static func mediaType(of head: ResponseHead) -> String? {
+        guard let value = head.value(of: "Content-Type") else { return nil }
+        let type = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        return type.trimmingCharacters(in: .whitespaces).lowercased()
+    }
+
+    /// Ends the operation with `end`, once.
+    private func conclude(_ end: EventStreamMachine.End) {
+        let error: (any Error)? = switch end {
+        case .stoppedByServer: nil
+        case .cancelled: URLError(.cancelled, url: request.url, description: "The event stream was cancelled.")
+        case .failed(let error): error
+        }
+        let channel = state.withLock { state -> EventChannel? in
+            state.error = error
+            state.connection = nil
+            defer { state.delivery = nil }
+            if case .channel(let channel)? = state.delivery { return channel }
+            return nil
+        }
+        channel?.finish(error)
+        changePhase(to: .finished)
+    }
+}

@@ -1,0 +1,205 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// An `Operation` that reads a Server-Sent Events stream (`text/event-stream`) and reconnects
+/// where it left off: after a dropped connection, a clean end, a gateway's 502/503/504, a
+/// pause, or a process restart (``init(request:lastEventID:configuration:)``).
+///
+/// Each connection is an ``HTTPRequestOperation`` (made by
+/// ``connectionOperation(for:)``), started by this operation, not put on a queue: the stream
+/// holds one place on its own queue however often it reconnects. A reconnection sends the last
+/// event id as `Last-Event-ID` and waits the server's `retry` (see
+/// ``EventStreamConfiguration``). Events are handed to the event handler in the order the
+/// server sent them, each exactly once: an event the connection's end cut off is never
+/// delivered, and its `id` is never sent (the server sends it again). The next bytes are not
+/// read until the handler has returned: a slow handler slows the stream (libcurl pauses the
+/// transfer), it never makes it hold more.
+///
+/// It finishes when the server answers 204 (``error`` nil), when it is cancelled
+/// (`URLError(.cancelled)`), or with the error that stopped it: a ``ResponseValidationError``
+/// for an answer that is not an event stream, an ``EventStreamError``, or the `URLError` or
+/// ``SecurityError`` a reconnection cannot cure.
+///
+/// ```swift
+/// let stream = manager.eventStreamOperation(with: request) { operation, event in
+///     print(event.event, event.data)
+/// }
+/// manager.operationQueue.addOperation(stream)
+/// ```
+///
+/// ## Subclassing notes
+///
+/// - Override ``connectionOperation(for:)`` to change each connection's request or settings
+///   (a fresh token for each reconnection); call `super` or return a new
+///   ``HTTPRequestOperation`` for the request.
+/// - Do not override `start()`, `cancel()`, `isExecuting` or `isFinished`.
+open class EventStreamOperation: Operation, @unchecked Sendable {
+    // @unchecked Sendable: every mutable field lives in `state`, one struct behind one Mutex;
+    // `wakeup` is Sendable. Nothing is called out while the lock is held.
+
+    /// Called with each event, on ``completionQueue``, one at a time and in order.
+    public typealias EventHandler = @Sendable (_ operation: EventStreamOperation, _ event: ServerSentEvent) -> Void
+
+    /// Where the events go.
+    enum Delivery {
+        case handler(EventHandler)
+        case channel(EventChannel)
+    }
+
+    struct State {
+        var phase = OperationPhase.ready
+        var machine: EventStreamMachine
+        var delivery: Delivery?
+        var completionQueue: DispatchQueue?
+        /// The connection being read, to close on a pause or cancel.
+        var connection: HTTPRequestOperation?
+        /// The id the last delivered event carried, or that the stream moved to after it.
+        var lastEventID: String
+        var error: (any Error)?
+        var connections = 0
+        var eventsDelivered = 0
+    }
+
+    let state: Mutex<State>
+    /// Where the loop waits between connections and while paused.
+    let wakeup = Wakeup()
+    /// Makes each connection's operation with its manager's settings; nil: a plain one.
+    let makeConnection: (@Sendable (URLRequest) -> HTTPRequestOperation)?
+
+    /// The request of every connection (before ``connectionOperation(for:)`` adds
+    /// `Last-Event-ID` and `Accept`).
+    public let request: URLRequest
+    /// How it reconnects and what it accepts.
+    public let configuration: EventStreamConfiguration
+
+    /// Creates an operation that reads the event stream at `request`.
+    ///
+    /// - Parameters:
+    ///   - request: The stream's request (a GET, usually).
+    ///   - lastEventID: Where to resume: the ``lastEventID`` an earlier operation (or an earlier
+    ///     process) reached, sent as `Last-Event-ID` from the first connection on. Empty: from
+    ///     the start.
+    ///   - configuration: How it reconnects and what it accepts.
+    public convenience init(request: URLRequest, lastEventID: String = "", configuration: EventStreamConfiguration = EventStreamConfiguration()) {
+        self.init(request: request, lastEventID: lastEventID, configuration: configuration, makeConnection: nil)
+    }
+
+    init(request: URLRequest, lastEventID: String, configuration: EventStreamConfiguration,
+         makeConnection: (@Sendable (URLRequest) -> HTTPRequestOperation)?) {
+        self.request = request
+        self.configuration = configuration
+        self.makeConnection = makeConnection
+        state = Mutex(State(machine: EventStreamMachine(configuration: configuration), lastEventID: lastEventID))
+        super.init()
+    }
+
+    // MARK: - Configuration and results
+
+    /// Sets the block each event is handed to. Set it before the operation starts.
+    public func setEventHandler(_ handler: EventHandler?) {
+        state.withLock { $0.delivery = handler.map { .handler($0) } }
+    }
+
+    /// The queue the event handler runs on; nil: a global queue (the handler still runs one
+    /// event at a time). Set it before the operation starts.
+    public var completionQueue: DispatchQueue? {
+        get { state.withLock { $0.completionQueue } }
+        set { state.withLock { $0.completionQueue = newValue } }
+    }
+
+    /// The last event id delivered: what a reconnection sends, and what a new operation
+    /// resumes from after a restart. Empty when no event carried an id.
+    public var lastEventID: String { state.withLock { $0.lastEventID } }
+
+    /// Why the operation failed, once finished; nil while running and after the server's 204.
+    public var error: (any Error)? { state.withLock { $0.error } }
+
+    /// How many connections were opened so far (the first and every reconnection).
+    public var connectionCount: Int { state.withLock { $0.connections } }
+
+    /// How many events were delivered so far.
+    public var eventCount: Int { state.withLock { $0.eventsDelivered } }
+
+    /// Whether the operation is paused (started, neither executing nor finished).
+    public var isPaused: Bool { state.withLock { $0.phase == .paused } }
+
+    /// The operation for one connection to `request` (which already carries `Last-Event-ID`
+    /// when there is one). Override to change a connection's request or settings; the stream
+    /// then sets what it needs on the result (its body streamed, every status an answer,
+    /// automatic resume off). Called off the network thread, before each connection.
+    open func connectionOperation(for request: URLRequest) -> HTTPRequestOperation {
+        makeConnection?(request) ?? HTTPRequestOperation(request: request)
+    }
+
+    // MARK: - Operation
+
+    open override var isAsynchronous: Bool { true }
+
+    open override var isExecuting: Bool { state.withLock { $0.phase == .executing } }
+
+    open override var isFinished: Bool { state.withLock { $0.phase == .finished } }
+
+    /// Starts reading. Called by the queue; on a paused operation it does what ``resume()``
+    /// does.
+    open override func start() {
+        let starts = state.withLock { state -> Bool? in
+            switch state.phase {
+            case .ready: return true
+            case .paused: return false
+            case .executing, .finished: return nil
+            }
+        }
+        switch starts {
+        case true?:
+            changePhase(to: .executing)
+            Task { await self.run() }
+        case false?:
+            resume()
+        case nil:
+            break
+        }
+    }
+
+    /// Stops the stream: its connection closes, no event is handed over after this returns
+    /// (beyond one the handler already holds), and the operation finishes with
+    /// `URLError(.cancelled)`.
+    open override func cancel() {
+        let (interrupt, connection) = state.withLock { ($0.machine.cancel(), $0.connection) }
+        super.cancel()
+        guard interrupt else { return }
+        connection?.cancel()
+        wakeup.wake()
+    }
+
+    /// Closes the connection and holds the stream (its last event id kept) until ``resume()``.
+    /// A paused operation is neither executing nor finished: its queue still counts it.
+    public func pause() {
+        let (interrupt, connection) = state.withLock { ($0.machine.pause(), $0.connection) }
+        guard interrupt else { return }
+        changePhase(to: .paused)
+        connection?.cancel()
+        wakeup.wake()
+    }
+
+    /// Reconnects a paused stream at once, from its last event id.
+    public func resume() {
+        guard state.withLock({ $0.machine.resume() }) else { return }
+        changePhase(to: .executing)
+        wakeup.wake()
+    }
+
+    /// Moves to `next`, announcing the keys Foundation listens to, outside the lock.
+    func changePhase(to next: OperationPhase) {
+        let keys = state.withLock { state -> [String] in
+            guard state.phase != next, state.phase.canTransition(to: next) else { return [] }
+            let keys = state.phase.changedKeys(to: next)
+            state.phase = next
+            return keys
+        }
+        for key in keys { willChangeValue(forKey: key) }
+        for key in keys { didChangeValue(forKey: key) }
+    }
+}
