@@ -43,6 +43,10 @@ public enum Endpoint: Sendable, Equatable {
     /// under `key`, 304s under `key#304`; ``TestServer/changeCacheable(_:)`` makes a new version.
     case cacheable(key: String, cacheControl: String? = nil, etag: Bool = false, lastModified: Bool = false, vary: String? = nil)
 
+    /// A Server-Sent Events feed (see ``EventFeed``); its requests are counted under `key`
+    /// (``TestServer/requestCount(forEventFeed:)``).
+    case events(key: String, feed: EventFeed)
+
     /// The path and query that select this endpoint.
     var path: String {
         switch self {
@@ -68,6 +72,7 @@ public enum Endpoint: Sendable, Equatable {
             "/cacheable/\(key)?etag=\(etag ? 1 : 0)&lastModified=\(lastModified ? 1 : 0)"
                 + (cacheControl.map { "&cc=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0)" } ?? "")
                 + (vary.map { "&vary=\($0)" } ?? "")
+        case .events(let key, let feed): "/events/\(key)?\(feed.query)"
         case .text(let text, let charset):
             "/text?charset=\(charset)&text=\(text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text)"
         }

@@ -122,6 +122,8 @@ final class RequestRouter: ChannelInboundHandler {
             cacheable(context, head, key: parts[1], query: query)
         case ("resumable", let size?):
             resumable(context, head, size: size, query: query)
+        case ("events", _) where parts.count == 2:
+            eventFeed(context, head, feed: EventFeed(query: query), index: counters.next("events/" + parts[1]))
         case ("text", _):
             let charset = query["charset"] ?? "utf-8"
             let encoding: String.Encoding = charset.lowercased() == "iso-8859-1" ? .isoLatin1 : .utf8

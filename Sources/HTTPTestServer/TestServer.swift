@@ -105,6 +105,17 @@ public final class TestServer: Sendable {
         counters.count(key)
     }
 
+    /// How many requests the event feed `key` has received (see ``Endpoint/events(key:feed:)``).
+    public func requestCount(forEventFeed key: String) -> Int {
+        counters.count("events/" + key)
+    }
+
+    /// The `Last-Event-ID` of each request the event feed `key` received, in order (nil for a
+    /// request without one).
+    public func lastEventIDs(forEventFeed key: String) -> [String?] {
+        receivedRequests.filter { $0.uri.hasPrefix("/events/\(key)?") }.map { $0.header("Last-Event-ID") }
+    }
+
     /// Moves the cacheable resource `key` to its next version (a new body, `ETag` and
     /// `Last-Modified`; see ``Endpoint/cacheable(key:cacheControl:etag:lastModified:vary:)``).
     public func changeCacheable(_ key: String) {

@@ -1,0 +1,254 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPOperations
+import HTTPTestServer
+import HTTPTypes
+import Synchronization
+import Testing
+
+/// Runs event-stream operations against the test server's feeds and keeps every event
+/// delivered, duplicates included.
+final class EventStreamRun: Sendable {
+    let key = "feed-\(UUID().uuidString.prefix(8))"
+    let feed: EventFeed
+    let received = Mutex<[ServerSentEvent]>([])
+
+    init(_ configure: (inout EventFeed) -> Void = { _ in }) {
+        var feed = EventFeed()
+        configure(&feed)
+        self.feed = feed
+    }
+
+    var url: URL { testServer.url(.events(key: key, feed: feed)) }
+
+    /// An operation on the feed whose handler keeps the events (and runs `onEvent`).
+    func operation(lastEventID: String = "", configuration: EventStreamConfiguration = EventStreamConfiguration(),
+                   onEvent: @escaping @Sendable (EventStreamOperation, ServerSentEvent) -> Void = { _, _ in }) -> EventStreamOperation {
+        let operation = EventStreamOperation(request: URLRequest(url: url, timeoutInterval: 10), lastEventID: lastEventID,
+                                             configuration: configuration)
+        operation.setEventHandler { [self] operation, event in
+            received.withLock { $0.append(event) }
+            onEvent(operation, event)
+        }
+        return operation
+    }
+
+    /// The events the feed has after `lastID`, as the client must deliver them.
+    func expectedEvents(after lastID: Int = 0) -> [ServerSentEvent] {
+        (lastID + 1...max(lastID + 1, feed.count)).filter { $0 <= feed.count }.map {
+            ServerSentEvent(data: feed.data(of: $0), lastEventID: "\($0)")
+        }
+    }
+
+    var events: [ServerSentEvent] { received.withLock { $0 } }
+    var lastEventIDsSent: [String?] { testServer.lastEventIDs(forEventFeed: key) }
+}
+
+extension AllTests {
+    /// An event stream over real HTTP: events in order and once, reconnection after a drop
+    /// with `Last-Event-ID`, the server's 204, refusals, pause and resume, cancel, a restart,
+    /// and every door (operation, manager, async sequence, HTTPTypes).
+    @Suite struct EventStreamOperations {
+        static let fast: EventStreamConfiguration = {
+            var configuration = EventStreamConfiguration()
+            configuration.reconnectionDelay = .milliseconds(5)
+            return configuration
+        }()
+
+        @Test func everyEventArrivesOnceInOrderAndThe204EndsTheStream() async throws {
+            let run = EventStreamRun {
+                $0.count = 25
+                $0.dataLines = 3
+                $0.lineEnd = "\r\n"
+                $0.byteOrderMark = true
+                $0.comments = true
+                $0.writeSize = 7
+            }
+            let operation = run.operation(configuration: Self.fast)
+            operation.start()
+            try await waitUntilFinished(operation)
+            #expect(operation.error == nil)
+            #expect(run.events == run.expectedEvents())
+            // The whole feed, then a reconnection that names the last event and gets 204.
+            #expect(run.lastEventIDsSent == [nil, "25"])
+            #expect(operation.connectionCount == 2)
+            #expect(operation.lastEventID == "25")
+        }
+
+        @Test func aConnectionCutMidEventResumesAfterTheLastEventDelivered() async throws {
+            let run = EventStreamRun {
+                $0.count = 12
+                $0.dataLines = 2
+                $0.connections = [.cut(bytes: 100), .cut(bytes: 3), .cut(bytes: 250), .whole]
+            }
+            let operation = run.operation(configuration: Self.fast)
+            operation.start()
+            try await waitUntilFinished(operation)
+            #expect(operation.error == nil)
+            #expect(run.events == run.expectedEvents())
+            // What each connection's cut left whole decides the next Last-Event-ID.
+            var expected: [String?] = [nil]
+            var last = 0
+            for case .cut(let bytes) in run.feed.connections {
+                last = run.feed.lastCompleteID(after: last, within: bytes)
+                expected.append(last == 0 ? nil : "\(last)")
+            }
+            expected.append("12")
+            #expect(run.lastEventIDsSent == expected)
+        }
+
+        @Test func aGatewaysErrorIsReconnectedAfterAndOtherAnswersFailTyped() async throws {
+            let retried = EventStreamRun {
+                $0.count = 3
+                $0.connections = [.status(503), .status(502), .whole]
+            }
+            let operation = retried.operation(configuration: Self.fast)
+            operation.start()
+            try await waitUntilFinished(operation)
+            #expect(operation.error == nil)
+            #expect(retried.events == retried.expectedEvents())
+
+            for (plan, code) in [(EventFeed.Connection.status(404), ResponseValidationError.Code.unacceptableStatusCode),
+                                 (.whole, .unacceptableContentType)] {
+                let refused = EventStreamRun {
+                    $0.connections = [plan]
+                    $0.contentType = "application/json"
+                }
+                let operation = refused.operation(configuration: Self.fast)
+                operation.start()
+                try await waitUntilFinished(operation)
+                let error = try #require(operation.error as? ResponseValidationError)
+                #expect(error.code == code)
+                #expect(refused.events.isEmpty)
+                #expect(operation.connectionCount == 1)
+            }
+        }
+
+        @Test func failuresInARowEndTheStreamWithTheLastOne() async throws {
+            let run = EventStreamRun { $0.connections = [.status(503), .status(503), .status(503)] }
+            var configuration = Self.fast
+            configuration.maximumConsecutiveFailures = 3
+            let operation = run.operation(configuration: configuration)
+            operation.start()
+            try await waitUntilFinished(operation)
+            let error = try #require(operation.error as? EventStreamError)
+            #expect(error.reason == .reconnectsExhausted(attempts: 3))
+            #expect((error.underlyingError as? ResponseValidationError)?.statusCode == 503)
+            #expect(run.lastEventIDsSent.count == 3)
+        }
+
+        @Test func anEventPastTheLimitStopsTheStream() async throws {
+            let run = EventStreamRun { $0.dataLines = 40 }
+            var configuration = Self.fast
+            configuration.maximumEventBytes = 256
+            let operation = run.operation(configuration: configuration)
+            operation.start()
+            try await waitUntilFinished(operation)
+            let error = try #require(operation.error as? EventStreamError)
+            #expect(error.reason == .eventTooLarge(limit: 256))
+            #expect(error.url == run.url)
+            #expect(run.events.isEmpty)
+        }
+
+        @Test func aPauseClosesTheConnectionAndResumeGoesOnFromTheLastEvent() async throws {
+            let run = EventStreamRun {
+                $0.count = 40
+                $0.writeSize = 64
+            }
+            let paused = TestSignal("paused")
+            let operation = run.operation(configuration: Self.fast) { operation, event in
+                if event.lastEventID == "10" {
+                    operation.pause()
+                    paused.fire()
+                }
+            }
+            operation.start()
+            try await paused.wait()
+            #expect(operation.isPaused)
+            #expect(!operation.isExecuting)
+            operation.resume()
+            try await waitUntilFinished(operation)
+            #expect(operation.error == nil)
+            #expect(run.events == run.expectedEvents())
+            let sent = run.lastEventIDsSent
+            // The first connection, the one after the resume (from event 10 or a later one it
+            // had already read), and the one that gets 204.
+            #expect(sent.count == 3 && sent.first == .some(nil) && sent.last == "40")
+            #expect((Int(sent[1] ?? "") ?? 0) >= 10)
+        }
+
+        @Test func aNewOperationResumesFromAnEarlierOnesLastEventID() async throws {
+            let run = EventStreamRun { $0.count = 9 }
+            let operation = run.operation(lastEventID: "6", configuration: Self.fast)
+            operation.start()
+            try await waitUntilFinished(operation)
+            #expect(run.events == run.expectedEvents(after: 6))
+            #expect(run.lastEventIDsSent == ["6", "9"])
+        }
+
+        @Test func aCancelEndsTheStreamAndNothingIsDeliveredAfterIt() async throws {
+            let run = EventStreamRun {
+                $0.count = 200
+                $0.writeSize = 32
+            }
+            let cancelledAt = Mutex(0)
+            let operation = run.operation(configuration: Self.fast) { operation, event in
+                if event.lastEventID == "5" {
+                    operation.cancel()
+                    cancelledAt.withLock { $0 = 5 }
+                }
+            }
+            operation.start()
+            try await waitUntilFinished(operation)
+            #expect((operation.error as? URLError)?.code == .cancelled)
+            #expect(operation.isCancelled)
+            #expect(run.events == Array(run.expectedEvents().prefix(5)))
+            #expect(cancelledAt.withLock { $0 } == 5)
+        }
+
+        @Test func theManagersDoorsAgreeOnTheEvents() async throws {
+            let run = EventStreamRun {
+                $0.count = 30
+                $0.connections = [.cut(bytes: 500)]
+            }
+            let manager = HTTPRequestOperationManager(baseURL: testServer.baseURL)
+
+            // The async sequence, through the manager's queue.
+            var viaSequence: [ServerSentEvent] = []
+            for try await event in manager.events(URLRequest(url: run.url), configuration: Self.fast) {
+                viaSequence.append(event)
+            }
+            #expect(viaSequence == run.expectedEvents())
+
+            // The HTTPTypes door, decoded as a Decodable would be (the data here is text).
+            let again = EventStreamRun { $0.count = 4 }
+            var viaHTTPTypes: [String] = []
+            for try await event in try manager.events(for: HTTPRequest(method: .get, url: again.url), configuration: Self.fast) {
+                viaHTTPTypes.append(event.data)
+            }
+            #expect(viaHTTPTypes == again.expectedEvents().map(\.data))
+
+            // The callback door: an operation made by the manager, on its queue.
+            let third = EventStreamRun { $0.count = 6 }
+            let delivered = Mutex<[String]>([])
+            let operation = manager.eventStreamOperation(with: URLRequest(url: third.url), configuration: Self.fast) { _, event in
+                delivered.withLock { $0.append(event.lastEventID) }
+            }
+            manager.operationQueue.addOperation(operation)
+            try await waitUntilFinished(operation)
+            #expect(delivered.withLock { $0 } == (1...6).map(String.init))
+        }
+
+        @Test func anEventDecodesItsJSONData() throws {
+            struct Update: Decodable, Equatable {
+                let id: Int
+                let text: String
+            }
+            let event = ServerSentEvent(event: "update", data: #"{"id": 3, "text": "hé"}"#, lastEventID: "3")
+            #expect(try event.decode(Update.self) == Update(id: 3, text: "hé"))
+            #expect(throws: ResponseSerializationError.self) { try ServerSentEvent(data: "not json").decode(Update.self) }
+        }
+    }
+}
