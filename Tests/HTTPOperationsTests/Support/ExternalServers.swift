@@ -6,7 +6,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// Servers nobody here wrote — nginx (Debian), httpbin and hyper-h2 (PyPI) — started by the
+/// Servers nobody here wrote — nginx (Debian), httpbin, hyper-h2 and sse-starlette (PyPI) — started by the
 /// tests on free loopback ports, to prove HTTPOperations speaks real HTTP.
 ///
 /// `.ci/run` installs both and sets `HTTPOPERATIONS_REQUIRE_INTEROP=1`, so in CI a missing
@@ -46,6 +46,23 @@ enum ExternalServers {
                                                              nginx.prefix + "/server.key"], port: port)
         } catch {
             fatalError("the h2 echo server did not start: \(error)")
+        }
+    }()
+
+    static var sseStarletteInstalled: Bool {
+        run("/usr/bin/env", ["python3", "-c", "import sse_starlette, uvicorn"]) == 0
+    }
+
+    /// A Server-Sent Events feed on sse-starlette under uvicorn (PyPI), ending each connection
+    /// after a given number of events (`Tests/Servers/sse_feed.py`); started on first use.
+    static let sseFeed: ManagedProcess = {
+        do {
+            let port = try freeLoopbackPort()
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../Servers/sse_feed.py").standardized.path
+            return try ManagedProcess.start("/usr/bin/env", ["python3", script, "\(port)"], port: port)
+        } catch {
+            fatalError("the sse-starlette feed did not start: \(error)")
         }
     }()
 
