@@ -23,6 +23,7 @@ struct Demo: ParsableCommand {
         try parallel(server, log)
         try failures(server, log)
         try download(server, log)
+        try events(server)
         say("\nDone: every operation reported exactly once, on its completion queue.")
     }
 
@@ -115,6 +116,25 @@ struct Demo: ParsableCommand {
         let verified = try verify(path: path, size: size)
         say("   \(verified ? "verified: every byte in place" : "MISMATCH in the downloaded bytes")")
         if !verified { throw CommandFailure("error: the demo download does not match what the server sent") }
+    }
+
+    /// An event stream whose connection the server cuts twice, mid-event: each event arrives
+    /// once, in order, and each reconnection names the last event delivered.
+    private func events(_ server: TestServer) throws {
+        say("\n5. A Server-Sent Events stream cut twice mid-event, resumed with Last-Event-ID")
+        var feed = EventFeed()
+        feed.count = 8
+        feed.connections = [.cut(bytes: 80), .cut(bytes: 50)]
+        let key = "demo-\(getpid())"
+        let operation = EventStreamOperation(request: URLRequest(url: server.url(.events(key: key, feed: feed))))
+        let ids = Mutex<[String]>([])
+        operation.setEventHandler { _, event in ids.withLock { $0.append(event.lastEventID) } }
+        operation.start()
+        operation.waitUntilFinished()
+        let sent = server.lastEventIDs(forEventFeed: key).map { $0 ?? "-" }
+        say("   events \(ids.withLock { $0 }.joined(separator: ", ")) over \(operation.connectionCount) connections; "
+            + "Last-Event-ID sent: \(sent.joined(separator: ", ")); \(operation.error.map { "error \($0)" } ?? "ended by the server's 204")")
+        if let error = operation.error { throw CommandFailure(error) }
     }
 
     /// Compares the file with the server's pattern, a megabyte at a time.

@@ -38,7 +38,9 @@ import Synchronization
 /// - Do not override `start()`, `cancel()`, `isExecuting` or `isFinished`.
 open class EventStreamOperation: Operation, @unchecked Sendable {
     // @unchecked Sendable: every mutable field lives in `state`, one struct behind one Mutex;
-    // `wakeup` is Sendable. Nothing is called out while the lock is held.
+    // the other stored properties are immutable and Sendable. Nothing is called out while the
+    // lock is held. (Foundation's `Operation` is itself `@unchecked Sendable`, so the compiler
+    // checks no subclass either way: this says so, and why it holds.)
 
     /// Called with each event, on ``completionQueue``, one at a time and in order.
     public typealias EventHandler = @Sendable (_ operation: EventStreamOperation, _ event: ServerSentEvent) -> Void
@@ -83,8 +85,12 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     ///     process) reached, sent as `Last-Event-ID` from the first connection on. Empty: from
     ///     the start.
     ///   - configuration: How it reconnects and what it accepts.
-    public convenience init(request: URLRequest, lastEventID: String = "", configuration: EventStreamConfiguration = EventStreamConfiguration()) {
-        self.init(request: request, lastEventID: lastEventID, configuration: configuration, makeConnection: nil)
+    public init(request: URLRequest, lastEventID: String = "", configuration: EventStreamConfiguration = EventStreamConfiguration()) {
+        self.request = request
+        self.configuration = configuration
+        self.makeConnection = nil
+        state = Mutex(State(machine: EventStreamMachine(configuration: configuration), lastEventID: lastEventID))
+        super.init()
     }
 
     init(request: URLRequest, lastEventID: String, configuration: EventStreamConfiguration,

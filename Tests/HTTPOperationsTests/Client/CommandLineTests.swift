@@ -210,6 +210,33 @@ extension AllTests {
             #expect(try await offPool { missingKey.finish() }.status != 0)
         }
 
+        @Test func eventsPrintsTheStreamAndResumesFromItsStateFile() async throws {
+            let run = EventStreamRun {
+                $0.count = 7
+                $0.connections = [.cut(bytes: 90)]
+            }
+            let state = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-events-\(UUID()).state")
+            let output = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-events-\(UUID()).out")
+            defer {
+                try? FileManager.default.removeItem(at: state)
+                try? FileManager.default.removeItem(at: output)
+            }
+            for (arguments, expectedIDs) in [(["--max-events", "3"], 1...3), ([], 4...7)] {
+                FileManager.default.createFile(atPath: output.path, contents: nil)
+                let handle = try FileHandle(forWritingTo: output)
+                let command = try Run(["events", run.url.absoluteString, "--state", state.path] + arguments, standardOutput: handle)
+                let result = try await offPool { command.finish() }
+                try handle.close()
+                #expect(result.status == 0, "\(result.stderr)")
+                let lines = try String(contentsOf: output, encoding: .utf8).split(separator: "\n").map(String.init)
+                #expect(lines == expectedIDs.map { "message [\($0)]: \(run.feed.data(of: $0))" })
+                #expect(try String(contentsOf: state, encoding: .utf8) == "\(expectedIDs.upperBound)")
+            }
+            // The second run began where the first stopped, and ended at the server's 204.
+            #expect(run.lastEventIDsSent.last == "7")
+            #expect(run.lastEventIDsSent.contains("3"))
+        }
+
         @Test func aWrongChecksumFails() async throws {
             let url = testServer.url(.resumable(size: 10_000, options: ResumableOptions())).absoluteString
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-cli-\(UUID()).bin")
