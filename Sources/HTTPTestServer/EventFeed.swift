@@ -58,8 +58,9 @@ public struct EventFeed: Sendable, Equatable {
         return Array(text.utf8)
     }
 
-    /// The id of the last event whose whole text (up to its blank line) is in the first
-    /// `bytes` bytes of ``body(after:)``; `lastID` when none is.
+    /// The id of the last event a client has dispatched once it read the first `bytes` bytes
+    /// of ``body(after:)``: its text up to the first byte of its blank line's end (a CR ends a
+    /// line; the LF of a CRLF may come later or never); `lastID` when none is.
     public func lastCompleteID(after lastID: Int, within bytes: Int) -> Int {
         var last = lastID
         var prefix = (byteOrderMark ? 3 : 0) + (retry.map { "retry: \($0)".utf8.count + lineEnd.utf8.count } ?? 0)
@@ -68,7 +69,7 @@ public struct EventFeed: Sendable, Equatable {
             event += "id: \(id)".utf8.count + lineEnd.utf8.count
             for line in data(of: id).split(separator: "\n") { event += "data: \(line)".utf8.count + lineEnd.utf8.count }
             event += lineEnd.utf8.count
-            guard prefix + event <= bytes else { break }
+            guard prefix + event - (lineEnd.utf8.count - 1) <= bytes else { break }
             prefix += event
             last = id
         }

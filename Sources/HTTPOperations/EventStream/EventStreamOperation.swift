@@ -109,6 +109,11 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         state.withLock { $0.delivery = handler.map { .handler($0) } }
     }
 
+    /// Sends the events to `channel` (``ServerSentEventStream``) instead of the handler.
+    func deliverEvents(to channel: EventChannel) {
+        state.withLock { $0.delivery = .channel(channel) }
+    }
+
     /// The queue the event handler runs on; nil: a global queue (the handler still runs one
     /// event at a time). Set it before the operation starts.
     public var completionQueue: DispatchQueue? {

@@ -49,7 +49,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
     /// ``HTTPRequestOperationManager/events(_:lastEventID:configuration:)-(URLRequest,_,_)``).
     public init(_ operation: EventStreamOperation) {
         let channel = EventChannel()
-        operation.state.withLock { $0.delivery = .channel(channel) }
+        operation.deliverEvents(to: channel)
         lifetime = Lifetime(operation: operation, channel: channel)
     }
 
