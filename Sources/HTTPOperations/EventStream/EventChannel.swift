@@ -1,56 +1,88 @@
 import Synchronization
 
 /// Hands events from an ``EventStreamOperation``'s loop to a task iterating over
-/// ``ServerSentEventStream``, with backpressure: when ``capacity`` events wait, the loop waits
+/// ``ServerSentEventStream``, with backpressure: when ``capacity`` items wait, the loop waits
 /// too (and reads no more, so libcurl pauses the connection). No thread blocks on either side.
 ///
+/// What the consumer has taken is what counts as delivered: `taken` runs for each item as
+/// `next()` hands it out (an event, or a move of the last event id by an event without data),
+/// so the operation's ``EventStreamOperation/lastEventID`` never names an event still waiting
+/// here.
+///
 /// Thread-safety: everything lives in one struct behind one Mutex; continuations are resumed
-/// outside it.
+/// and `taken` is called outside it.
 final class EventChannel: Sendable {
-    /// How many events may wait for the consumer before the producer waits.
+    /// What waits for the consumer.
+    enum Item: Sendable {
+        case event(ServerSentEvent)
+        /// The stream's last event id moved without an event (an `id` with no `data`).
+        case lastEventID(String)
+    }
+
+    /// How many items may wait for the consumer before the producer waits.
     static let capacity = 16
 
     private struct State {
-        var events: [ServerSentEvent] = []
+        var items: [Item] = []
         /// Set once the operation's outcome is known: nil error for a stream the server ended.
         var end: Result<Void, any Error>?
         var consumer: CheckedContinuation<ServerSentEvent?, any Error>?
         var producer: CheckedContinuation<Bool, Never>?
+        /// The consumer went away, or the operation stopped: pushes are refused.
+        var closed = false
         var abandoned = false
     }
 
     private let state = Mutex(State())
+    private let taken: @Sendable (Item) -> Void
 
-    /// Adds `event`, waiting while the buffer is full; false when the consumer has gone.
-    func push(_ event: ServerSentEvent) async -> Bool {
+    /// A channel that reports each item the consumer takes to `taken`.
+    init(taken: @escaping @Sendable (Item) -> Void) {
+        self.taken = taken
+    }
+
+    /// Adds `item`, waiting while the buffer is full; false when the channel was closed (the
+    /// consumer went away, or ``close()``), before or while it waited. An id move with nothing
+    /// waiting before it counts as taken at once.
+    func push(_ item: Item) async -> Bool {
         enum Step {
-            case handed(CheckedContinuation<ServerSentEvent?, any Error>)
+            case handed(CheckedContinuation<ServerSentEvent?, any Error>, ServerSentEvent)
+            case takenNow
             case queued
             case mustWait
-            case gone
+            case refused
         }
         let step = state.withLock { state -> Step in
-            if state.abandoned || state.end != nil { return .gone }
-            if let consumer = state.consumer {
-                state.consumer = nil
-                return .handed(consumer)
+            if state.closed || state.end != nil { return .refused }
+            switch item {
+            case .event(let event):
+                if let consumer = state.consumer {
+                    state.consumer = nil
+                    return .handed(consumer, event)
+                }
+            case .lastEventID:
+                if state.items.isEmpty { return .takenNow }
             }
-            state.events.append(event)
-            return state.events.count < Self.capacity ? .queued : .mustWait
+            state.items.append(item)
+            return state.items.count < Self.capacity ? .queued : .mustWait
         }
         switch step {
-        case .handed(let consumer):
+        case .handed(let consumer, let event):
+            taken(item)
             consumer.resume(returning: event)
+            return true
+        case .takenNow:
+            taken(item)
             return true
         case .queued:
             return true
-        case .gone:
+        case .refused:
             return false
         case .mustWait:
             return await withCheckedContinuation { (producer: CheckedContinuation<Bool, Never>) in
                 let answer = state.withLock { state -> Bool? in
-                    if state.abandoned { return false }
-                    if state.events.count < Self.capacity { return true }
+                    if state.closed { return false }
+                    if state.items.count < Self.capacity { return true }
                     state.producer = producer
                     return nil
                 }
@@ -59,16 +91,30 @@ final class EventChannel: Sendable {
         }
     }
 
-    /// The stream ended (`error` nil: the server stopped it), after the events pushed.
-    func finish(_ error: (any Error)?) {
+    /// Refuses every push from now on, and wakes a producer waiting for room (a cancel must
+    /// not wait for a consumer that may never come).
+    func close() {
+        let producer = state.withLock { state in
+            state.closed = true
+            defer { state.producer = nil }
+            return state.producer
+        }
+        producer?.resume(returning: false)
+    }
+
+    /// The stream ended (`error` nil: the server stopped it). The items waiting are still
+    /// handed out first, unless `discardingWaiting` (a cancel: nothing after it).
+    func finish(_ error: (any Error)?, discardingWaiting: Bool) {
         let (consumer, producer) = state.withLock { state in
             guard state.end == nil else { return (CheckedContinuation<ServerSentEvent?, any Error>?.none, CheckedContinuation<Bool, Never>?.none) }
             state.end = error.map { .failure($0) } ?? .success(())
+            state.closed = true
+            if discardingWaiting { state.items = [] }
             defer {
                 state.producer = nil
                 state.consumer = nil
             }
-            return (state.events.isEmpty ? state.consumer : nil, state.producer)
+            return (state.items.isEmpty ? state.consumer : nil, state.producer)
         }
         producer?.resume(returning: false)
         guard let consumer else { return }
@@ -83,9 +129,14 @@ final class EventChannel: Sendable {
                 case end(Result<Void, any Error>)
                 case wait
             }
+            var takenItems: [Item] = []
             let answer = state.withLock { state -> Answer in
-                if !state.events.isEmpty {
-                    let event = state.events.removeFirst()
+                // An event, with the id moves that came right after it: everything before
+                // them has then been taken.
+                while case .lastEventID? = state.items.first { takenItems.append(state.items.removeFirst()) }
+                if case .event(let event)? = state.items.first {
+                    takenItems.append(state.items.removeFirst())
+                    while case .lastEventID? = state.items.first { takenItems.append(state.items.removeFirst()) }
                     defer { state.producer = nil }
                     return .event(event, state.producer)
                 }
@@ -94,6 +145,7 @@ final class EventChannel: Sendable {
                 state.consumer = continuation
                 return .wait
             }
+            for item in takenItems { taken(item) }
             switch answer {
             case .event(let event, let producer):
                 producer?.resume(returning: true)
@@ -113,7 +165,8 @@ final class EventChannel: Sendable {
     func abandon() {
         let (consumer, producer) = state.withLock { state in
             state.abandoned = true
-            state.events = []
+            state.closed = true
+            state.items = []
             defer {
                 state.consumer = nil
                 state.producer = nil

@@ -8,12 +8,14 @@ public struct EventStreamConfiguration: Sendable, Equatable {
     /// after failures asks. 60 s.
     public var maximumReconnectionDelay: Duration = .seconds(60)
     /// Each wait is drawn between the delay and `(1 + jitter)` times it, so that clients cut
-    /// off together do not come back together (never shorter than the server asked). 0.2.
+    /// off together do not come back together (never above ``maximumReconnectionDelay``). 0.2.
     public var jitter: Double = 0.2
-    /// How many connections in a row may end before delivering an event (refused by a
-    /// 502/503/504, failed, or closed at once) before the stream fails with
+    /// How many connections in a row may end before any of an event stream's body arrived
+    /// (refused by a 429/502/503/504, failed before or at the answer, or closed before its
+    /// first byte) before the stream fails with
     /// ``EventStreamError/Reason/reconnectsExhausted(attempts:)``; each such failure doubles
-    /// the wait. nil: reconnect for ever. 10.
+    /// the wait. A connection that read anything, a comment included, resets the count. nil:
+    /// reconnect for ever. 10.
     public var maximumConsecutiveFailures: Int? = 10
     /// The most bytes one event may hold (its data and its longest line together) before
     /// the stream fails with ``EventStreamError/Reason/eventTooLarge(limit:)``. 1 MiB.

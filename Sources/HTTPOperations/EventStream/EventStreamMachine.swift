@@ -9,8 +9,8 @@ import FoundationNetworking
 ///
 /// A stream connects, reads while the answer is a `200` `text/event-stream`, and reconnects
 /// after the connection ends, for whatever reason a reconnection can help with, after the
-/// server's `retry` (or the configured delay), doubled for each connection in a row that
-/// delivered no event, capped, with jitter. A `204` stops it (the standard's way for a server
+/// server's `retry` (or the configured delay), doubled for each connection in a row that read
+/// none of an event stream's body, capped, with jitter. A `204` stops it (the standard's way for a server
 /// to say "no more"); any other answer fails it, except 429, 502, 503 and 504, which a
 /// server-side client meets during a deploy and reconnects after.
 struct EventStreamMachine: Sendable {
@@ -57,11 +57,11 @@ struct EventStreamMachine: Sendable {
 
     let configuration: EventStreamConfiguration
     private(set) var phase = Phase.ready
-    /// Connections in a row that ended before delivering an event.
+    /// Connections in a row that ended before any of an event stream's body arrived.
     private(set) var consecutiveFailures = 0
     /// The server's last `retry`, in milliseconds.
     private(set) var serverRetry: Int?
-    private var deliveredOnThisConnection = false
+    private var readOnThisConnection = false
 
     /// Cancelled or finished: nothing more is delivered.
     var isStopping: Bool { phase == .cancelling || phase == .finished }
@@ -107,16 +107,17 @@ struct EventStreamMachine: Sendable {
         serverRetry = milliseconds
     }
 
-    /// An event was delivered: the connection is healthy.
-    mutating func delivered() {
-        deliveredOnThisConnection = true
+    /// Some of the event stream's body arrived: the connection is healthy (an event, or a
+    /// comment a server sends to keep it open), whatever comes after.
+    mutating func bodyReceived() {
+        readOnThisConnection = true
         consecutiveFailures = 0
     }
 
     /// The connection ended: cleanly (`error` nil), with a transport failure, or because the
     /// operation closed it. `jitter` is a number in 0..<1 (random in the operation).
     mutating func connectionEnded(error: (any Error)?, jitter: Double) -> Action {
-        defer { deliveredOnThisConnection = false }
+        defer { readOnThisConnection = false }
         switch phase {
         case .paused: return .awaitResume
         case .cancelling: return end(.cancelled)
@@ -125,7 +126,7 @@ struct EventStreamMachine: Sendable {
         case .connecting, .reading: break
         }
         if let error, !Self.isWorthReconnecting(after: error) { return end(.failed(error)) }
-        if !deliveredOnThisConnection { consecutiveFailures += 1 }
+        if !readOnThisConnection { consecutiveFailures += 1 }
         if let limit = configuration.maximumConsecutiveFailures, consecutiveFailures >= limit {
             return end(.failed(EventStreamError(reason: .reconnectsExhausted(attempts: consecutiveFailures), underlyingError: error)))
         }
@@ -180,7 +181,8 @@ struct EventStreamMachine: Sendable {
 
     /// The wait before the next connection: the server's `retry` (or the configured delay),
     /// doubled for each failure in a row after the first, capped, then stretched by up to
-    /// `jitter` of itself (never below what the server asked, never above the cap).
+    /// `jitter` of itself, never above the cap (so never below what the server asked, unless
+    /// it asked for more than the cap).
     func delay(jitter: Double) -> Duration {
         let base = serverRetry.map { Duration.milliseconds($0) } ?? configuration.reconnectionDelay
         let cap = configuration.maximumReconnectionDelay

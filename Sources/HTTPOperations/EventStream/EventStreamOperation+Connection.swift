@@ -6,9 +6,10 @@ import FoundationNetworking
 /// The stream's loop: one task that carries out ``EventStreamMachine``'s actions, one
 /// connection at a time, so that the events of two connections can never interleave.
 extension EventStreamOperation {
-    func run() async {
+    /// Runs from `first`, the machine's answer to the start, until it finishes the operation.
+    func run(from first: EventStreamMachine.Action) async {
         var parser = EventStreamParser(lastEventID: lastEventID, maximumEventBytes: configuration.maximumEventBytes)
-        var action = state.withLock { $0.machine.start() }
+        var action = first
         while true {
             switch action {
             case .connect:
@@ -28,6 +29,9 @@ extension EventStreamOperation {
 
     /// Opens one connection, reads it to its end, and asks the machine what comes next.
     private func connectOnce(_ parser: inout EventStreamParser) async -> EventStreamMachine.Action {
+        // A wake left from before (a resume that came while the loop was not waiting) must not
+        // cut the next wait short: a pause or cancel from now on is seen by the machine.
+        wakeup.forget()
         let connection = connectionOperation(for: requestForNextConnection())
         connection.retryPolicy = RetryPolicy(maximumRetries: 0)
         connection.maximumBodySize = nil
@@ -55,11 +59,14 @@ extension EventStreamOperation {
             case .read:
                 parser.beginStream()
                 for try await chunk in body {
-                    let events = try parser.parse(chunk)
-                    if let retry = parser.reconnectionTime {
-                        state.withLock { $0.machine.retryReceived(milliseconds: retry) }
+                    let events = parser.parse(chunk)
+                    let retry = parser.reconnectionTime
+                    state.withLock { state in
+                        if !chunk.isEmpty { state.machine.bodyReceived() }
+                        if let retry { state.machine.retryReceived(milliseconds: retry) }
                     }
                     guard await deliver(events, then: parser.lastEventID) else { break }
+                    if let failure = parser.failure { throw failure }
                 }
             case .reconnect(let reasons), .refuse(let reasons):
                 let refusal = ResponseValidationError(reasons: reasons, response: head.httpURLResponse(for: connection.currentRequest.url ?? request.url!), data: nil)
@@ -86,7 +93,7 @@ extension EventStreamOperation {
     /// and `Cache-Control: no-cache` (unless the request sets its own).
     private func requestForNextConnection() -> URLRequest {
         var next = request
-        let lastEventID = self.lastEventID
+        let lastEventID = state.withLock { $0.receivedLastEventID }
         if !lastEventID.isEmpty { next.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
         if next.value(forHTTPHeaderField: "Accept") == nil { next.setValue("text/event-stream", forHTTPHeaderField: "Accept") }
         if next.value(forHTTPHeaderField: "Cache-Control") == nil { next.setValue("no-cache", forHTTPHeaderField: "Cache-Control") }
@@ -101,6 +108,10 @@ extension EventStreamOperation {
     /// Hands `events` over, in order, then moves the last event id to `streamID` (the parser's,
     /// which an event with no data may have moved); false when a cancel stopped it (the rest
     /// are not delivered, and the id stays at the last one delivered).
+    ///
+    /// To the handler, each event is delivered when the handler is called. To a sequence's
+    /// channel, it is delivered when the loop takes it (``taken(_:)``); what waits in the
+    /// buffer is received, and a reconnection does not ask for it again.
     private func deliver(_ events: [ServerSentEvent], then streamID: String) async -> Bool {
         let (delivery, queue) = state.withLock { ($0.delivery, $0.completionQueue) }
         switch delivery {
@@ -117,7 +128,10 @@ extension EventStreamOperation {
             guard delivered else { return false }
         case .channel(let channel)?:
             for event in events {
-                guard record(event), await channel.push(event) else { return false }
+                guard await channel.push(.event(event)) else { return false }
+            }
+            if streamID != (events.last?.lastEventID ?? receivedLastEventID) {
+                guard await channel.push(.lastEventID(streamID)) else { return false }
             }
         case nil:
             for event in events {
@@ -126,18 +140,22 @@ extension EventStreamOperation {
         }
         return state.withLock { state in
             guard !state.machine.isStopping else { return false }
+            state.receivedLastEventID = streamID
+            if case .channel? = state.delivery { return true }
             state.lastEventID = streamID
             return true
         }
     }
 
-    /// Counts `event` as delivered, unless the operation is being cancelled.
+    private var receivedLastEventID: String { state.withLock { $0.receivedLastEventID } }
+
+    /// Counts `event` as delivered to the handler, unless the operation is being cancelled.
     private func record(_ event: ServerSentEvent) -> Bool {
         state.withLock { state in
             guard !state.machine.isStopping else { return false }
-            state.machine.delivered()
             state.eventsDelivered += 1
             state.lastEventID = event.lastEventID
+            state.receivedLastEventID = event.lastEventID
             return true
         }
     }
@@ -163,7 +181,8 @@ extension EventStreamOperation {
             if case .channel(let channel)? = state.delivery { return channel }
             return nil
         }
-        channel?.finish(error)
-        changePhase(to: .finished)
+        let cancelled: Bool = if case .cancelled = end { true } else { false }
+        channel?.finish(error, discardingWaiting: cancelled)
+        announce(state.withLock { changePhase(of: &$0, to: .finished) })
     }
 }

@@ -58,8 +58,12 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         var completionQueue: DispatchQueue?
         /// The connection being read, to close on a pause or cancel.
         var connection: HTTPRequestOperation?
-        /// The id the last delivered event carried, or that the stream moved to after it.
+        /// The id the last delivered event carried (taken by the handler or the sequence's
+        /// loop), or that the stream moved to after it: where a restart resumes.
         var lastEventID: String
+        /// The id the stream has read up to, delivered or waiting in a sequence's buffer: what
+        /// a reconnection sends (the events in the buffer are not asked for again).
+        var receivedLastEventID: String
         var error: (any Error)?
         var connections = 0
         var eventsDelivered = 0
@@ -89,7 +93,8 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         self.request = request
         self.configuration = configuration
         self.makeConnection = nil
-        state = Mutex(State(machine: EventStreamMachine(configuration: configuration), lastEventID: lastEventID))
+        state = Mutex(State(machine: EventStreamMachine(configuration: configuration), lastEventID: lastEventID,
+                            receivedLastEventID: lastEventID))
         super.init()
     }
 
@@ -98,7 +103,8 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         self.request = request
         self.configuration = configuration
         self.makeConnection = makeConnection
-        state = Mutex(State(machine: EventStreamMachine(configuration: configuration), lastEventID: lastEventID))
+        state = Mutex(State(machine: EventStreamMachine(configuration: configuration), lastEventID: lastEventID,
+                            receivedLastEventID: lastEventID))
         super.init()
     }
 
@@ -112,6 +118,19 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     /// Sends the events to `channel` (``ServerSentEventStream``) instead of the handler.
     func deliverEvents(to channel: EventChannel) {
         state.withLock { $0.delivery = .channel(channel) }
+    }
+
+    /// The sequence's loop took `item`: it counts as delivered.
+    func taken(_ item: EventChannel.Item) {
+        state.withLock { state in
+            switch item {
+            case .event(let event):
+                state.eventsDelivered += 1
+                state.lastEventID = event.lastEventID
+            case .lastEventID(let id):
+                state.lastEventID = id
+            }
+        }
     }
 
     /// The queue the event handler runs on; nil: a global queue (the handler still runs one
@@ -156,20 +175,30 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     /// Starts reading. Called by the queue; on a paused operation it does what ``resume()``
     /// does.
     open override func start() {
-        let starts = state.withLock { state -> Bool? in
+        enum Start {
+            case run(EventStreamMachine.Action, [String])
+            case resume
+            case ignore
+        }
+        // The machine starts in the same lock as the phase: a pause right after `start()`
+        // finds it connecting, and two `start()` calls cannot both run.
+        let start = state.withLock { state -> Start in
             switch state.phase {
-            case .ready: return true
-            case .paused: return false
-            case .executing, .finished: return nil
+            case .ready:
+                let keys = state.phase.changedKeys(to: .executing)
+                state.phase = .executing
+                return .run(state.machine.start(), keys)
+            case .paused: return .resume
+            case .executing, .finished: return .ignore
             }
         }
-        switch starts {
-        case true?:
-            changePhase(to: .executing)
-            Task { await self.run() }
-        case false?:
+        switch start {
+        case .run(let first, let keys):
+            announce(keys)
+            Task { await self.run(from: first) }
+        case .resume:
             resume()
-        case nil:
+        case .ignore:
             break
         }
     }
@@ -178,9 +207,11 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     /// (beyond one the handler already holds), and the operation finishes with
     /// `URLError(.cancelled)`.
     open override func cancel() {
-        let (interrupt, connection) = state.withLock { ($0.machine.cancel(), $0.connection) }
+        let (interrupt, connection, delivery) = state.withLock { ($0.machine.cancel(), $0.connection, $0.delivery) }
         super.cancel()
         guard interrupt else { return }
+        // A loop waiting for room in a sequence's buffer nobody reads must not wait on.
+        if case .channel(let channel)? = delivery { channel.close() }
         connection?.cancel()
         wakeup.wake()
     }
@@ -188,28 +219,37 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     /// Closes the connection and holds the stream (its last event id kept) until ``resume()``.
     /// A paused operation is neither executing nor finished: its queue still counts it.
     public func pause() {
-        let (interrupt, connection) = state.withLock { ($0.machine.pause(), $0.connection) }
-        guard interrupt else { return }
-        changePhase(to: .paused)
+        let paused = state.withLock { state -> (HTTPRequestOperation?, [String])? in
+            guard state.machine.pause() else { return nil }
+            return (state.connection, changePhase(of: &state, to: .paused))
+        }
+        guard let (connection, keys) = paused else { return }
+        announce(keys)
         connection?.cancel()
         wakeup.wake()
     }
 
     /// Reconnects a paused stream at once, from its last event id.
     public func resume() {
-        guard state.withLock({ $0.machine.resume() }) else { return }
-        changePhase(to: .executing)
+        let keys = state.withLock { state -> [String]? in
+            guard state.machine.resume() else { return nil }
+            return changePhase(of: &state, to: .executing)
+        }
+        guard let keys else { return }
+        announce(keys)
         wakeup.wake()
     }
 
-    /// Moves to `next`, announcing the keys Foundation listens to, outside the lock.
-    func changePhase(to next: OperationPhase) {
-        let keys = state.withLock { state -> [String] in
-            guard state.phase != next, state.phase.canTransition(to: next) else { return [] }
-            let keys = state.phase.changedKeys(to: next)
-            state.phase = next
-            return keys
-        }
+    /// Moves `state` to `next` (in the lock that changed the machine); returns the keys to
+    /// announce once it is released.
+    func changePhase(of state: inout State, to next: OperationPhase) -> [String] {
+        guard state.phase != next, state.phase.canTransition(to: next) else { return [] }
+        defer { state.phase = next }
+        return state.phase.changedKeys(to: next)
+    }
+
+    /// Announces `keys` to Foundation (`OperationQueue`, `waitUntilFinished()`), outside the lock.
+    func announce(_ keys: [String]) {
         for key in keys { willChangeValue(forKey: key) }
         for key in keys { didChangeValue(forKey: key) }
     }

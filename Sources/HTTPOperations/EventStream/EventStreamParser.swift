@@ -26,6 +26,8 @@ struct EventStreamParser: Sendable {
     private(set) var lastEventID: String
     /// The last valid `retry` field's value, in milliseconds, when any was read.
     private(set) var reconnectionTime: Int?
+    /// Set when an event grew past ``maximumEventBytes``; the parser then reads nothing more.
+    private(set) var failure: EventStreamError?
 
     private var lastEventIDBuffer: String
     private var eventType: [UInt8] = []
@@ -61,12 +63,12 @@ struct EventStreamParser: Sendable {
         lastEventIDBuffer = lastEventID
     }
 
-    /// The events that `bytes`, the body's next bytes, complete, in order.
-    ///
-    /// - Throws: ``EventStreamError`` (`.eventTooLarge`) when an event grows past
-    ///   ``maximumEventBytes``; the parser is then of no further use.
-    mutating func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(EventStreamError) -> [ServerSentEvent] {
+    /// The events that `bytes`, the body's next bytes, complete, in order. When an event grows
+    /// past ``maximumEventBytes`` the events completed before it are still returned, and
+    /// ``failure`` is set: nothing after it is read.
+    mutating func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
+        guard failure == nil else { return events }
         var index = bytes.startIndex
         while index != bytes.endIndex {
             if lastLineEndedWithCR {
@@ -80,7 +82,10 @@ struct EventStreamParser: Sendable {
             line.append(contentsOf: bytes[index..<(end ?? bytes.endIndex)])
             if atBodyStart { dropByteOrderMark(lineEnds: end != nil) }
             guard line.count + data.count <= maximumEventBytes else {
-                throw EventStreamError(reason: .eventTooLarge(limit: maximumEventBytes))
+                failure = EventStreamError(reason: .eventTooLarge(limit: maximumEventBytes))
+                line = []
+                data = []
+                break
             }
             guard let end else { break }
             lastLineEndedWithCR = bytes[end] == Self.carriageReturn

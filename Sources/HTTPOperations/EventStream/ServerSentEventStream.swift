@@ -48,7 +48,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
     /// instead of its event handler. Enqueue or start the operation yourself (or use
     /// ``HTTPRequestOperationManager/events(_:lastEventID:configuration:)-(URLRequest,_,_)``).
     public init(_ operation: EventStreamOperation) {
-        let channel = EventChannel()
+        let channel = EventChannel { [weak operation] item in operation?.taken(item) }
         operation.deliverEvents(to: channel)
         lifetime = Lifetime(operation: operation, channel: channel)
     }

@@ -77,7 +77,7 @@ extension AllTests {
         @Test func theDelayIsTheServersRetryDoubledPerFailureCappedAndJittered() {
             var machine = Self.reading(Self.configuration { $0.maximumConsecutiveFailures = nil })
             machine.retryReceived(milliseconds: 1500)
-            machine.delivered()
+            machine.bodyReceived()
             // A connection that delivered: no backoff, jitter within [delay, 1.5 × delay].
             let step2 = machine.connectionEnded(error: nil, jitter: 0)
             #expect(Self.waitDuration(step2) == .milliseconds(1500))
@@ -95,7 +95,7 @@ extension AllTests {
             // An event resets the backoff.
             _ = machine.waited()
             _ = machine.answered(status: 200, mediaType: "text/event-stream")
-            machine.delivered()
+            machine.bodyReceived()
             let step5 = machine.connectionEnded(error: nil, jitter: 0.5)
             #expect(Self.waitDuration(step5) == .milliseconds(1875))
         }
@@ -103,7 +103,7 @@ extension AllTests {
         @Test func aRetryAboveTheCapWaitsTheCap() {
             var machine = Self.reading()
             machine.retryReceived(milliseconds: 3_600_000)
-            machine.delivered()
+            machine.bodyReceived()
             let step6 = machine.connectionEnded(error: nil, jitter: 0.9)
             #expect(Self.waitDuration(step6) == .seconds(10))
         }
@@ -128,6 +128,7 @@ extension AllTests {
             let fatal: [any Error] = [
                 URLError(.serverCertificateUntrusted), URLError(.secureConnectionFailed), URLError(.cancelled),
                 URLError(.unsupportedURL), EventStreamError(reason: .eventTooLarge(limit: 1)), CancellationError(),
+                SecurityError(.pinMismatch(host: "feed.test", mode: .publicKey, expected: ["a"], received: ["b"])),
             ]
             for error in fatal {
                 var machine = Self.reading()
@@ -202,8 +203,19 @@ extension EventStreamMachine.Action: Equatable {
         switch (lhs, rhs) {
         case (.connect, .connect), (.awaitResume, .awaitResume): true
         case (.wait(let a), .wait(let b)): a == b
-        case (.finish, .finish): true
+        case (.finish(let a), .finish(let b)): a.kind == b.kind
         default: false
+        }
+    }
+}
+
+extension EventStreamMachine.End {
+    /// The case, without its error, for comparisons.
+    var kind: String {
+        switch self {
+        case .stoppedByServer: "stoppedByServer"
+        case .cancelled: "cancelled"
+        case .failed(let error): "failed(\(type(of: error)))"
         }
     }
 }

@@ -252,3 +252,76 @@ extension AllTests {
         }
     }
 }
+
+extension AllTests.EventStreamOperations {
+    /// The async sequence's `lastEventID` is what its loop has taken, not what waits in its
+    /// buffer: a process that saves it after each event and restarts loses nothing.
+    @Test func theSequencesLastEventIDIsTheLastOneTaken() async throws {
+        let run = EventStreamRun { $0.count = 40 }
+        let manager = HTTPRequestOperationManager(baseURL: testServer.baseURL)
+        let events = manager.events(URLRequest(url: run.url), configuration: Self.fast)
+        var iterator = events.makeAsyncIterator()
+        let first = try await iterator.next()
+        #expect(first?.lastEventID == "1")
+        // Time for the stream to read ahead into its buffer (16 events) and wait there.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(events.operation.lastEventID == "1")
+        #expect(events.operation.eventCount == 1)
+        let second = try await iterator.next()
+        #expect(second?.lastEventID == "2")
+        #expect(events.operation.lastEventID == "2")
+        events.operation.cancel()
+    }
+
+    /// A cancel finishes the operation even while its loop waits for room in a sequence's
+    /// buffer that nobody reads.
+    @Test func aCancelFinishesAStreamWhoseBufferIsFull() async throws {
+        let run = EventStreamRun { $0.count = 60 }
+        let operation = EventStreamOperation(request: URLRequest(url: run.url), configuration: Self.fast)
+        let events = ServerSentEventStream(operation)
+        operation.start()
+        // Time for 16 events to fill the buffer and the loop to wait for room.
+        try await Task.sleep(for: .milliseconds(300))
+        operation.cancel()
+        try await waitUntilFinished(operation, timeout: .seconds(5))
+        #expect((operation.error as? URLError)?.code == .cancelled)
+        // Nothing is handed out after the cancel.
+        var iterator = events.makeAsyncIterator()
+        await #expect(throws: URLError.self) { _ = try await iterator.next() }
+    }
+
+    /// A pause right after `start()`, before the stream's task has run, holds.
+    @Test func aPauseRightAfterStartHolds() async throws {
+        let run = EventStreamRun { $0.count = 3 }
+        for _ in 0..<20 {
+            let operation = run.operation(configuration: Self.fast)
+            operation.start()
+            operation.pause()
+            #expect(operation.isPaused)
+            #expect(!operation.isExecuting)
+            operation.cancel()
+            try await waitUntilFinished(operation, timeout: .seconds(5))
+        }
+    }
+}
+
+extension AllTests.EventStreamOperations {
+    /// A connection that read some of the body (a comment a server sends to keep it open)
+    /// is not a failure, however many in a row end without an event.
+    @Test func quietConnectionsAreNotFailures() async throws {
+        let run = EventStreamRun {
+            $0.count = 2
+            $0.comments = true
+            // `retry: 5` and `: keep-alive`, then the cut: no event.
+            $0.connections = Array(repeating: .cut(bytes: 22), count: 6)
+        }
+        var configuration = Self.fast
+        configuration.maximumConsecutiveFailures = 3
+        let operation = run.operation(configuration: configuration)
+        operation.start()
+        try await waitUntilFinished(operation)
+        #expect(operation.error == nil)
+        #expect(run.events == run.expectedEvents())
+        #expect(run.lastEventIDsSent == [nil, nil, nil, nil, nil, nil, nil, "2"])
+    }
+}
