@@ -10,7 +10,8 @@ import Synchronization
 /// here.
 ///
 /// Thread-safety: everything lives in one struct behind one Mutex; continuations are resumed
-/// and `taken` is called outside it.
+/// outside it. `taken` is called inside it, so that the items are reported in the order they
+/// were taken (it takes the operation's lock, which is never held while this one is taken).
 final class EventChannel: Sendable {
     /// What waits for the consumer.
     enum Item: Sendable {
@@ -42,7 +43,7 @@ final class EventChannel: Sendable {
     }
 
     /// Adds `item`, waiting while the buffer is full; false when the channel was closed (the
-    /// consumer went away, or ``close()``), before or while it waited. An id move with nothing
+    /// consumer went away, or ``cancel(with:)``), before or while it waited. An id move with nothing
     /// waiting before it counts as taken at once.
     func push(_ item: Item) async -> Bool {
         enum Step {
@@ -58,21 +59,23 @@ final class EventChannel: Sendable {
             case .event(let event):
                 if let consumer = state.consumer {
                     state.consumer = nil
+                    taken(item)
                     return .handed(consumer, event)
                 }
             case .lastEventID:
-                if state.items.isEmpty { return .takenNow }
+                if state.items.isEmpty {
+                    taken(item)
+                    return .takenNow
+                }
             }
             state.items.append(item)
             return state.items.count < Self.capacity ? .queued : .mustWait
         }
         switch step {
         case .handed(let consumer, let event):
-            taken(item)
             consumer.resume(returning: event)
             return true
         case .takenNow:
-            taken(item)
             return true
         case .queued:
             return true
@@ -91,15 +94,22 @@ final class EventChannel: Sendable {
         }
     }
 
-    /// Refuses every push from now on, and wakes a producer waiting for room (a cancel must
-    /// not wait for a consumer that may never come).
-    func close() {
-        let producer = state.withLock { state in
+    /// The operation was cancelled: what waits is dropped, every push is refused from now on
+    /// (a producer waiting for room is woken: a cancel must not wait for a consumer that may
+    /// never come), and the consumer gets `error`.
+    func cancel(with error: any Error) {
+        let (consumer, producer) = state.withLock { state in
             state.closed = true
-            defer { state.producer = nil }
-            return state.producer
+            state.items = []
+            if state.end == nil { state.end = .failure(error) }
+            defer {
+                state.producer = nil
+                state.consumer = nil
+            }
+            return (state.consumer, state.producer)
         }
         producer?.resume(returning: false)
+        consumer?.resume(throwing: error)
     }
 
     /// The stream ended (`error` nil: the server stopped it). The items waiting are still
@@ -131,6 +141,7 @@ final class EventChannel: Sendable {
             }
             var takenItems: [Item] = []
             let answer = state.withLock { state -> Answer in
+                defer { for item in takenItems { taken(item) } }
                 // An event, with the id moves that came right after it: everything before
                 // them has then been taken.
                 while case .lastEventID? = state.items.first { takenItems.append(state.items.removeFirst()) }
@@ -145,7 +156,6 @@ final class EventChannel: Sendable {
                 state.consumer = continuation
                 return .wait
             }
-            for item in takenItems { taken(item) }
             switch answer {
             case .event(let event, let producer):
                 producer?.resume(returning: true)

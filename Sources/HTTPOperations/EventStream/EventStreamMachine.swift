@@ -62,6 +62,9 @@ struct EventStreamMachine: Sendable {
     /// The server's last `retry`, in milliseconds.
     private(set) var serverRetry: Int?
     private var readOnThisConnection = false
+    /// Counts the pauses, resumes and cancels that took effect: a wait that ends early with
+    /// none of them since it began was woken by a stale wake, and goes on waiting.
+    private(set) var interruptions = 0
 
     /// Cancelled or finished: nothing more is delivered.
     var isStopping: Bool { phase == .cancelling || phase == .finished }
@@ -152,6 +155,7 @@ struct EventStreamMachine: Sendable {
         switch phase {
         case .connecting, .reading, .waiting:
             phase = .paused
+            interruptions += 1
             return true
         case .ready, .paused, .cancelling, .finished:
             return false
@@ -162,6 +166,7 @@ struct EventStreamMachine: Sendable {
     mutating func resume() -> Bool {
         guard phase == .paused else { return false }
         phase = .waiting
+        interruptions += 1
         return true
     }
 
@@ -173,6 +178,7 @@ struct EventStreamMachine: Sendable {
             return false
         case .connecting, .reading, .waiting, .paused:
             phase = .cancelling
+            interruptions += 1
             return true
         case .cancelling, .finished:
             return false
@@ -216,12 +222,17 @@ struct EventStreamMachine: Sendable {
         return .finish(end)
     }
 
-    /// An event that came after the operation had moved on (a pause or cancel raced it).
+    /// An event that came after the operation had moved on (a pause, a resume or a cancel
+    /// raced it).
     private mutating func interrupted() -> Action {
         switch phase {
         case .cancelling: return end(.cancelled)
         case .finished: return .finish(.cancelled)
-        default: return .awaitResume
+        case .waiting:
+            // Paused and resumed meanwhile: the resume asks for a connection at once.
+            phase = .connecting
+            return .connect
+        case .ready, .connecting, .reading, .paused: return .awaitResume
         }
     }
 }

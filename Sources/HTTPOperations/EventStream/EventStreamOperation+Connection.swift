@@ -15,7 +15,7 @@ extension EventStreamOperation {
             case .connect:
                 action = await connectOnce(&parser)
             case .wait(let delay):
-                await wakeup.wait(upTo: delay)
+                await waitOut(delay)
                 action = state.withLock { $0.machine.waited() }
             case .awaitResume:
                 await wakeup.wait(upTo: nil)
@@ -27,11 +27,22 @@ extension EventStreamOperation {
         }
     }
 
+    /// Waits `delay`, or less when a pause, a resume or a cancel comes meanwhile; a wake left
+    /// from before the wait (a resume that came while the loop was not waiting) does not cut
+    /// it short.
+    private func waitOut(_ delay: Duration) async {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: delay)
+        let interruptions = state.withLock { $0.machine.interruptions }
+        while true {
+            await wakeup.wait(upTo: clock.now.duration(to: deadline))
+            let woken = state.withLock { $0.machine.interruptions != interruptions || $0.machine.phase != .waiting }
+            if woken || clock.now >= deadline { return }
+        }
+    }
+
     /// Opens one connection, reads it to its end, and asks the machine what comes next.
     private func connectOnce(_ parser: inout EventStreamParser) async -> EventStreamMachine.Action {
-        // A wake left from before (a resume that came while the loop was not waiting) must not
-        // cut the next wait short: a pause or cancel from now on is seen by the machine.
-        wakeup.forget()
         let connection = connectionOperation(for: requestForNextConnection())
         connection.retryPolicy = RetryPolicy(maximumRetries: 0)
         connection.maximumBodySize = nil
@@ -171,7 +182,7 @@ extension EventStreamOperation {
     private func conclude(_ end: EventStreamMachine.End) {
         let error: (any Error)? = switch end {
         case .stoppedByServer: nil
-        case .cancelled: URLError(.cancelled, url: request.url, description: "The event stream was cancelled.")
+        case .cancelled: cancellationError
         case .failed(let error): error
         }
         let channel = state.withLock { state -> EventChannel? in

@@ -11,7 +11,7 @@ import Synchronization
 /// Each connection is an ``HTTPRequestOperation`` (made by
 /// ``connectionOperation(for:)``), started by this operation, not put on a queue: the stream
 /// holds one place on its own queue however often it reconnects. A reconnection sends the last
-/// event id as `Last-Event-ID` and waits the server's `retry` (see
+/// event id received as `Last-Event-ID` and waits the server's `retry` (see
 /// ``EventStreamConfiguration``). Events are handed to the event handler in the order the
 /// server sent them, each exactly once: an event the connection's end cut off is never
 /// delivered, and its `id` is never sent (the server sends it again). The next bytes are not
@@ -120,9 +120,11 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         state.withLock { $0.delivery = .channel(channel) }
     }
 
-    /// The sequence's loop took `item`: it counts as delivered.
+    /// The sequence's loop took `item`: it counts as delivered (unless the operation is being
+    /// cancelled: nothing counts after that).
     func taken(_ item: EventChannel.Item) {
         state.withLock { state in
+            guard !state.machine.isStopping else { return }
             switch item {
             case .event(let event):
                 state.eventsDelivered += 1
@@ -140,8 +142,10 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         set { state.withLock { $0.completionQueue = newValue } }
     }
 
-    /// The last event id delivered: what a reconnection sends, and what a new operation
-    /// resumes from after a restart. Empty when no event carried an id.
+    /// The last event id delivered (to the handler, or taken by the sequence's loop): what a
+    /// new operation resumes from after a restart. Empty when no event carried an id. A
+    /// reconnection sends the last id received, which is ahead of this while events wait in
+    /// a sequence's buffer.
     public var lastEventID: String { state.withLock { $0.lastEventID } }
 
     /// Why the operation failed, once finished; nil while running and after the server's 204.
@@ -210,8 +214,9 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         let (interrupt, connection, delivery) = state.withLock { ($0.machine.cancel(), $0.connection, $0.delivery) }
         super.cancel()
         guard interrupt else { return }
-        // A loop waiting for room in a sequence's buffer nobody reads must not wait on.
-        if case .channel(let channel)? = delivery { channel.close() }
+        // The sequence drops what waits in its buffer, and a loop waiting for room in a
+        // buffer nobody reads goes on to finish.
+        if case .channel(let channel)? = delivery { channel.cancel(with: cancellationError) }
         connection?.cancel()
         wakeup.wake()
     }
@@ -238,6 +243,11 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         guard let keys else { return }
         announce(keys)
         wakeup.wake()
+    }
+
+    /// The error of a cancelled stream.
+    var cancellationError: URLError {
+        URLError(.cancelled, url: request.url, description: "The event stream was cancelled.")
     }
 
     /// Moves `state` to `next` (in the lock that changed the machine); returns the keys to

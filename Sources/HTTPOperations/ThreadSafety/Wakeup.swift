@@ -54,11 +54,6 @@ final class Wakeup: Sendable {
         waiter?.resume()
     }
 
-    /// Drops a wake kept for the next wait.
-    func forget() {
-        state.withLock { $0.pendingWake = false }
-    }
-
     /// The timer of wait number `wait` fired: wakes that wait if it still waits.
     private func wake(only wait: Int) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

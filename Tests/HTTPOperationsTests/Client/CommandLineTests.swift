@@ -222,7 +222,7 @@ extension AllTests {
                 try? FileManager.default.removeItem(at: output)
             }
             for (arguments, expectedIDs) in [(["--max-events", "3"], 1...3), ([], 4...7)] {
-                FileManager.default.createFile(atPath: output.path, contents: nil)
+                _ = FileManager.default.createFile(atPath: output.path, contents: nil)
                 let handle = try FileHandle(forWritingTo: output)
                 let command = try Run(["events", run.url.absoluteString, "--state", state.path] + arguments, standardOutput: handle)
                 let result = try await offPool { command.finish() }

@@ -325,3 +325,20 @@ extension AllTests.EventStreamOperations {
         #expect(run.lastEventIDsSent == [nil, nil, nil, nil, nil, nil, nil, "2"])
     }
 }
+
+extension AllTests.EventStreamOperations {
+    /// A pause and a resume right after `start()`, before the stream's task has run: the
+    /// stream goes on and finishes.
+    @Test func aPauseAndAResumeRightAfterStartGoOn() async throws {
+        for _ in 0..<20 {
+            let run = EventStreamRun { $0.count = 3 }
+            let operation = run.operation(configuration: Self.fast)
+            operation.start()
+            operation.pause()
+            operation.resume()
+            try await waitUntilFinished(operation, timeout: .seconds(5))
+            #expect(operation.error == nil)
+            #expect(run.events == run.expectedEvents())
+        }
+    }
+}
