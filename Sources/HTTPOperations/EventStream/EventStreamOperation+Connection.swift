@@ -188,6 +188,8 @@ extension EventStreamOperation {
         let channel = state.withLock { state -> EventChannel? in
             state.error = error
             state.connection = nil
+            // The blocks may hold the operation or its manager: let go of them.
+            state.makeConnection = nil
             defer { state.delivery = nil }
             if case .channel(let channel)? = state.delivery { return channel }
             return nil

@@ -58,6 +58,8 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         var completionQueue: DispatchQueue?
         /// The connection being read, to close on a pause or cancel.
         var connection: HTTPRequestOperation?
+        /// Makes each connection's operation with its manager's settings; nil: a plain one.
+        var makeConnection: (@Sendable (URLRequest) -> HTTPRequestOperation)?
         /// The id the last delivered event carried (taken by the handler or the sequence's
         /// loop), or that the stream moved to after it: where a restart resumes.
         var lastEventID: String
@@ -72,8 +74,6 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     let state: Mutex<State>
     /// Where the loop waits between connections and while paused.
     let wakeup = Wakeup()
-    /// Makes each connection's operation with its manager's settings; nil: a plain one.
-    let makeConnection: (@Sendable (URLRequest) -> HTTPRequestOperation)?
 
     /// The request of every connection (before ``connectionOperation(for:)`` adds
     /// `Last-Event-ID` and `Accept`).
@@ -92,20 +92,14 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     public init(request: URLRequest, lastEventID: String = "", configuration: EventStreamConfiguration = EventStreamConfiguration()) {
         self.request = request
         self.configuration = configuration
-        self.makeConnection = nil
         state = Mutex(State(machine: EventStreamMachine(configuration: configuration), lastEventID: lastEventID,
                             receivedLastEventID: lastEventID))
         super.init()
     }
 
-    init(request: URLRequest, lastEventID: String, configuration: EventStreamConfiguration,
-         makeConnection: (@Sendable (URLRequest) -> HTTPRequestOperation)?) {
-        self.request = request
-        self.configuration = configuration
-        self.makeConnection = makeConnection
-        state = Mutex(State(machine: EventStreamMachine(configuration: configuration), lastEventID: lastEventID,
-                            receivedLastEventID: lastEventID))
-        super.init()
+    /// Makes each connection's operation with `make` (a manager's settings). Before start.
+    func makeConnections(with make: @escaping @Sendable (URLRequest) -> HTTPRequestOperation) {
+        state.withLock { $0.makeConnection = make }
     }
 
     // MARK: - Configuration and results
@@ -165,7 +159,7 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     /// then sets what it needs on the result (its body streamed, every status an answer,
     /// automatic resume off). Called off the network thread, before each connection.
     open func connectionOperation(for request: URLRequest) -> HTTPRequestOperation {
-        makeConnection?(request) ?? HTTPRequestOperation(request: request)
+        state.withLock { $0.makeConnection }?(request) ?? HTTPRequestOperation(request: request)
     }
 
     // MARK: - Operation

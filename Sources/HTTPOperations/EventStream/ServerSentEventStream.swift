@@ -46,7 +46,7 @@ public struct ServerSentEventStream: AsyncSequence, Sendable {
 
     /// The events of `operation`, which must not have started: they come to this sequence
     /// instead of its event handler. Enqueue or start the operation yourself (or use
-    /// ``HTTPRequestOperationManager/events(_:lastEventID:configuration:)-(URLRequest,_,_)``).
+    /// ``HTTPRequestOperationManager/events(_:lastEventID:configuration:)``).
     public init(_ operation: EventStreamOperation) {
         let channel = EventChannel { [weak operation] item in operation?.taken(item) }
         operation.deliverEvents(to: channel)
@@ -84,9 +84,8 @@ extension HTTPRequestOperationManager {
     public func eventStreamOperation(with request: URLRequest, lastEventID: String = "",
                                      configuration: EventStreamConfiguration = EventStreamConfiguration(),
                                      eventHandler: EventStreamOperation.EventHandler?) -> EventStreamOperation {
-        let operation = EventStreamOperation(request: request, lastEventID: lastEventID, configuration: configuration) { [self] request in
-            httpRequestOperation(with: request, success: nil, failure: nil)
-        }
+        let operation = EventStreamOperation(request: request, lastEventID: lastEventID, configuration: configuration)
+        operation.makeConnections { [self] request in httpRequestOperation(with: request, success: nil, failure: nil) }
         operation.completionQueue = completionQueue
         operation.setEventHandler(eventHandler)
         return operation
