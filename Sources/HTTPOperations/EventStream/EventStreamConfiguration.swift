@@ -21,6 +21,12 @@ public struct EventStreamConfiguration: Sendable, Equatable {
     /// the stream fails with ``EventStreamError/Reason/eventTooLarge(limit:)``. 1 MiB.
     public var maximumEventBytes = 1 << 20
 
+    /// Whether a stream whose request is not idempotent (a POST, as model APIs stream their
+    /// answers) reconnects, sending the request again. false: it never does (the library never
+    /// sends a POST twice unless told); its clean end is the end of the stream (no error), a
+    /// drop fails it, and ``EventStreamOperation/pause()`` does nothing. false.
+    public var reconnectsNonIdempotentRequests = false
+
     /// The defaults.
     public init() {}
 }

@@ -21,7 +21,7 @@ struct EventStreamMachine: Sendable {
 
     /// How the stream ended.
     enum End: Sendable {
-        /// The server answered 204.
+        /// The server answered 204, or ended a stream that does not reconnect.
         case stoppedByServer
         case cancelled
         case failed(any Error)
@@ -56,6 +56,10 @@ struct EventStreamMachine: Sendable {
     static let reconnectableStatuses: Set<Int> = [429, 502, 503, 504]
 
     let configuration: EventStreamConfiguration
+    /// Whether the request may be sent again: a stream whose request is not idempotent (a
+    /// POST, as model APIs stream their answers) never reconnects, unless the configuration
+    /// allows it. Its end (a clean one) is then the end of the stream, and a drop its failure.
+    let reconnects: Bool
     private(set) var phase = Phase.ready
     /// Connections in a row that ended before any of an event stream's body arrived.
     private(set) var consecutiveFailures = 0
@@ -69,8 +73,11 @@ struct EventStreamMachine: Sendable {
     /// Cancelled or finished: nothing more is delivered.
     var isStopping: Bool { phase == .cancelling || phase == .finished }
 
-    init(configuration: EventStreamConfiguration) {
+    /// A machine for a stream whose request uses `method`.
+    init(configuration: EventStreamConfiguration, method: String = "GET") {
         self.configuration = configuration
+        self.reconnects = TransferRequest.idempotentMethods.contains(method.uppercased())
+            || configuration.reconnectsNonIdempotentRequests
     }
 
     /// The operation started.
@@ -93,7 +100,7 @@ struct EventStreamMachine: Sendable {
         case 200:
             phase = .finished
             return .refuse([.unacceptableContentType(mediaType, acceptable: ["text/event-stream"])])
-        case let status where Self.reconnectableStatuses.contains(status):
+        case let status where Self.reconnectableStatuses.contains(status) && reconnects:
             return .reconnect([.unacceptableStatusCode(status)])
         default:
             var reasons: [ResponseValidationError.Reason] = [.unacceptableStatusCode(status)]
@@ -128,6 +135,7 @@ struct EventStreamMachine: Sendable {
         case .ready, .waiting: return interrupted()
         case .connecting, .reading: break
         }
+        guard reconnects else { return end(error.map { .failed($0) } ?? .stoppedByServer) }
         if let error, !Self.isWorthReconnecting(after: error) { return end(.failed(error)) }
         if !readOnThisConnection { consecutiveFailures += 1 }
         if let limit = configuration.maximumConsecutiveFailures, consecutiveFailures >= limit {
@@ -150,8 +158,10 @@ struct EventStreamMachine: Sendable {
         }
     }
 
-    /// A pause: whether the operation must close its connection or cut its wait short.
+    /// A pause: whether the operation must close its connection or cut its wait short. A
+    /// stream that cannot reconnect cannot pause either (resuming would send it again).
     mutating func pause() -> Bool {
+        guard reconnects else { return false }
         switch phase {
         case .connecting, .reading, .waiting:
             phase = .paused

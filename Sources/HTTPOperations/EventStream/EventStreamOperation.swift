@@ -92,7 +92,8 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     public init(request: URLRequest, lastEventID: String = "", configuration: EventStreamConfiguration = EventStreamConfiguration()) {
         self.request = request
         self.configuration = configuration
-        state = Mutex(State(machine: EventStreamMachine(configuration: configuration), lastEventID: lastEventID,
+        state = Mutex(State(machine: EventStreamMachine(configuration: configuration, method: request.httpMethod ?? "GET"),
+                            lastEventID: lastEventID,
                             receivedLastEventID: lastEventID))
         super.init()
     }
@@ -216,7 +217,9 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     }
 
     /// Closes the connection and holds the stream (its last event id kept) until ``resume()``.
-    /// A paused operation is neither executing nor finished: its queue still counts it.
+    /// A paused operation is neither executing nor finished: its queue still counts it. A
+    /// stream that does not reconnect (a POST, see
+    /// ``EventStreamConfiguration/reconnectsNonIdempotentRequests``) is not paused.
     public func pause() {
         let paused = state.withLock { state -> (HTTPRequestOperation?, [String])? in
             guard state.machine.pause() else { return nil }

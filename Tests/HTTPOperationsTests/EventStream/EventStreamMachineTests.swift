@@ -144,6 +144,38 @@ extension AllTests {
             }
         }
 
+        @Test func aStreamWhoseRequestIsNotIdempotentNeverReconnects() {
+            for method in ["POST", "PATCH", "post"] {
+                var machine = Machine(configuration: Self.configuration(), method: method)
+                _ = machine.start()
+                let answer = machine.answered(status: 503, mediaType: "text/plain")
+                guard case .refuse = answer else {
+                    Issue.record("\(method): a 503 was reconnected after")
+                    continue
+                }
+                var ended = Machine(configuration: Self.configuration(), method: method)
+                _ = ended.start()
+                _ = ended.answered(status: 200, mediaType: "text/event-stream")
+                let paused = ended.pause()
+                #expect(!paused, "\(method): paused")
+                guard case .finish(.stoppedByServer) = ended.connectionEnded(error: nil, jitter: 0) else {
+                    Issue.record("\(method): a clean end did not end the stream")
+                    continue
+                }
+                var dropped = Machine(configuration: Self.configuration(), method: method)
+                _ = dropped.start()
+                _ = dropped.answered(status: 200, mediaType: "text/event-stream")
+                guard case .finish(.failed) = dropped.connectionEnded(error: URLError(.networkConnectionLost), jitter: 0) else {
+                    Issue.record("\(method): a drop was reconnected after")
+                    continue
+                }
+            }
+            var allowed = Machine(configuration: Self.configuration { $0.reconnectsNonIdempotentRequests = true }, method: "POST")
+            _ = allowed.start()
+            _ = allowed.answered(status: 200, mediaType: "text/event-stream")
+            #expect(Self.waitDuration(allowed.connectionEnded(error: nil, jitter: 0)) != nil)
+        }
+
         @Test func pauseClosesResumeReconnectsAtOnceCancelEnds() {
             var machine = Self.reading()
             let step9 = machine.pause()
