@@ -31,15 +31,22 @@ struct Events: ParsableCommand {
     @Option(help: "Stop after this many events.")
     var maxEvents: Int?
 
+    func validate() throws {
+        if let maxEvents, maxEvents < 1 { throw ValidationError("--max-events must be at least 1") }
+    }
+
     func run() throws {
         let request = try options.request(for: url)
-        // The TLS and route options are read once here, so that a bad one fails before anything is sent.
-        try options.configure(HTTPRequestOperation(request: request))
+        // The options are read once, into one configuration every connection gets: a bad one
+        // fails before anything is sent, and the cookie store is one for the whole stream.
+        let template = HTTPRequestOperation(request: request)
+        try options.configure(template)
+        let configuration = template.configuration
         let resumeFrom = lastEventID
             ?? state.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }?.trimmingCharacters(in: .whitespacesAndNewlines)
             ?? ""
-        let operation = ConfiguredEventStream(request: request, lastEventID: resumeFrom) { [options] connection in
-            try? options.configure(connection)
+        let operation = ConfiguredEventStream(request: request, lastEventID: resumeFrom) { connection in
+            connection.configuration = configuration
         }
         let delivered = Mutex(0)
         let (state, maxEvents) = (state, maxEvents)
@@ -57,6 +64,10 @@ struct Events: ParsableCommand {
         }
         operation.start()
         operation.waitUntilFinished()
+        RequestOptions.waitForCallbacks()
+        options.saveCookies(of: template)
+        // An id an event without data moved the stream to is saved too.
+        if let state { try? operation.lastEventID.write(toFile: state, atomically: true, encoding: .utf8) }
         let reachedLimit = maxEvents.map { delivered.withLock { $0 } >= $0 } ?? false
         if let error = operation.error, !reachedLimit {
             CommandFailure(error).exit()
@@ -64,7 +75,8 @@ struct Events: ParsableCommand {
     }
 }
 
-/// An event stream whose every connection gets the command's TLS, route and cookie options:
+/// An event stream whose every connection gets the command's TLS, route and cookie options
+/// (one configuration, one cookie store):
 /// the subclassing hook ``EventStreamOperation/connectionOperation(for:)`` at work.
 final class ConfiguredEventStream: EventStreamOperation, @unchecked Sendable {
     // @unchecked Sendable: its one stored property is an immutable Sendable closure.

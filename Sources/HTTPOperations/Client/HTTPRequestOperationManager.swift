@@ -268,6 +268,9 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
             if let operation = operation as? URLConnectionOperation {
                 operation.refuse(TransferError(.managerShutDown, url: operation.request.url,
                                                detail: "The manager is shut down: it starts no more operations"))
+            } else if let stream = operation as? EventStreamOperation {
+                stream.refuse(TransferError(.managerShutDown, url: stream.request.url,
+                                            detail: "The manager is shut down: it starts no more operations"))
             } else {
                 operation.cancel()
             }

@@ -46,6 +46,13 @@ extension EventStreamOperation {
         let connection = connectionOperation(for: requestForNextConnection())
         connection.retryPolicy = RetryPolicy(maximumRetries: 0)
         connection.maximumBodySize = nil
+        // A stream has no end to reach in time: a total timeout (a manager's, for its ordinary
+        // requests) would cut every connection. The request's idle timeout still finds a dead one.
+        if connection.configuration.totalTimeout != nil {
+            var configuration = connection.configuration
+            configuration.totalTimeout = nil
+            connection.configuration = configuration
+        }
         connection.setResponseSerializer(.data)
         connection.answerEveryStatus()
         let body = ResponseBodyStream(connection)

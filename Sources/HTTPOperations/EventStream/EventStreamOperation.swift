@@ -69,6 +69,8 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         var error: (any Error)?
         var connections = 0
         var eventsDelivered = 0
+        /// Set by an effective cancel: nothing counts as delivered after it.
+        var cancelled = false
     }
 
     let state: Mutex<State>
@@ -115,11 +117,11 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         state.withLock { $0.delivery = .channel(channel) }
     }
 
-    /// The sequence's loop took `item`: it counts as delivered (unless the operation is being
-    /// cancelled: nothing counts after that).
+    /// The sequence's loop took `item`: it counts as delivered, also after the stream ended
+    /// (the events that waited in the buffer then), unless it was cancelled.
     func taken(_ item: EventChannel.Item) {
         state.withLock { state in
-            guard !state.machine.isStopping else { return }
+            guard !state.cancelled else { return }
             switch item {
             case .event(let event):
                 state.eventsDelivered += 1
@@ -206,7 +208,11 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     /// (beyond one the handler already holds), and the operation finishes with
     /// `URLError(.cancelled)`.
     open override func cancel() {
-        let (interrupt, connection, delivery) = state.withLock { ($0.machine.cancel(), $0.connection, $0.delivery) }
+        let (interrupt, connection, delivery) = state.withLock { state in
+            let interrupt = state.machine.cancel()
+            if state.machine.phase == .cancelling { state.cancelled = true }
+            return (interrupt, state.connection, state.delivery)
+        }
         super.cancel()
         guard interrupt else { return }
         // The sequence drops what waits in its buffer, and a loop waiting for room in a
@@ -240,6 +246,24 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         guard let keys else { return }
         announce(keys)
         wakeup.wake()
+    }
+
+    /// Finishes a stream that has not started with `error` (its manager, shut down, refused
+    /// it): the sequence's loop gets the error, and the operation is finished.
+    func refuse(_ error: any Error) {
+        let refused = state.withLock { state -> (EventChannel?, [String])? in
+            guard state.phase == .ready else { return nil }
+            _ = state.machine.cancel()
+            state.cancelled = true
+            state.error = error
+            let channel: EventChannel? = if case .channel(let channel)? = state.delivery { channel } else { nil }
+            state.delivery = nil
+            state.makeConnection = nil
+            return (channel, changePhase(of: &state, to: .finished))
+        }
+        guard let (channel, keys) = refused else { return }
+        channel?.cancel(with: error)
+        announce(keys)
     }
 
     /// The error of a cancelled stream.

@@ -368,3 +368,60 @@ extension AllTests.EventStreamOperations {
         }
     }
 }
+
+extension AllTests.EventStreamOperations {
+    /// Events a sequence's loop takes after the stream ended (they waited in its buffer)
+    /// count as delivered: a restart from `lastEventID` does not get them again.
+    @Test func eventsTakenAfterTheEndCount() async throws {
+        let run = EventStreamRun { $0.count = 5 }
+        let operation = EventStreamOperation(request: URLRequest(url: run.url), configuration: Self.fast)
+        let events = ServerSentEventStream(operation)
+        operation.start()
+        try await waitUntilFinished(operation)
+        #expect(operation.error == nil)
+        var taken: [ServerSentEvent] = []
+        for try await event in events { taken.append(event) }
+        #expect(taken == run.expectedEvents())
+        #expect(operation.eventCount == 5)
+        #expect(operation.lastEventID == "5")
+    }
+
+    /// A manager that has shut down refuses a stream: its loop gets the manager's error at
+    /// once, and the operation is finished.
+    @Test func aStreamRefusedByAShutDownManagerEnds() async throws {
+        let run = EventStreamRun { $0.count = 2 }
+        let manager = HTTPRequestOperationManager(baseURL: testServer.baseURL)
+        _ = await manager.shutdown(gracePeriod: .zero)
+        let events = manager.events(URLRequest(url: run.url), configuration: Self.fast)
+        await #expect(throws: TransferError.self) {
+            for try await _ in events {}
+        }
+        try await waitUntilFinished(events.operation, timeout: .seconds(5))
+        #expect(testServer.requestCount(forEventFeed: run.key) == 0)
+    }
+
+    /// A total timeout (a manager's, meant for its ordinary requests) is taken off a stream's
+    /// connections: it would cut every one of them.
+    @Test func aTotalTimeoutIsNotAConnectionsLimit() async throws {
+        let run = EventStreamRun { $0.count = 2 }
+        final class Watched: EventStreamOperation, @unchecked Sendable {
+            // @unchecked Sendable: its one stored property is a Mutex.
+            let connections = Mutex<[HTTPRequestOperation]>([])
+            override func connectionOperation(for request: URLRequest) -> HTTPRequestOperation {
+                let connection = super.connectionOperation(for: request)
+                // As a manager whose default configuration has one would give it.
+                var configuration = connection.configuration
+                configuration.totalTimeout = .seconds(30)
+                connection.configuration = configuration
+                connections.withLock { $0.append(connection) }
+                return connection
+            }
+        }
+        let operation = Watched(request: URLRequest(url: run.url), configuration: Self.fast)
+        operation.start()
+        try await waitUntilFinished(operation)
+        let connections = operation.connections.withLock { $0 }
+        #expect(connections.count == 2)
+        #expect(connections.allSatisfy { $0.configuration.totalTimeout == nil })
+    }
+}
