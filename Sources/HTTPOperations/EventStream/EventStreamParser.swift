@@ -11,7 +11,7 @@
 /// body. The last event id survives it (the standard keeps it on the event source), and a new
 /// body's events without `id` go on carrying it, as browsers do: an `id` read in an event
 /// that the connection's end cut off is forgotten, so a reconnection never names an event
-/// that was never delivered.
+/// that was not received whole.
 ///
 /// Lines are split on bytes and each value decoded as UTF-8 with replacement characters: CR,
 /// LF and `:` are ASCII and never part of a longer UTF-8 sequence, so this equals decoding
