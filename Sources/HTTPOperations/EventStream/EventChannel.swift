@@ -31,7 +31,6 @@ final class EventChannel: Sendable {
         var producer: CheckedContinuation<Bool, Never>?
         /// The consumer went away, or the operation stopped: pushes are refused.
         var closed = false
-        var abandoned = false
     }
 
     private let state = Mutex(State())
@@ -152,7 +151,6 @@ final class EventChannel: Sendable {
                     return .event(event, state.producer)
                 }
                 if let end = state.end { return .end(end) }
-                if state.abandoned { return .end(.failure(CancellationError())) }
                 state.consumer = continuation
                 return .wait
             }
@@ -174,8 +172,9 @@ final class EventChannel: Sendable {
     /// producer is told to stop.
     func abandon() {
         let (consumer, producer) = state.withLock { state in
-            state.abandoned = true
             state.closed = true
+            // A later `next()` ends here; the operation's own end, if it comes, is not seen.
+            if state.end == nil { state.end = .failure(CancellationError()) }
             state.items = []
             defer {
                 state.consumer = nil

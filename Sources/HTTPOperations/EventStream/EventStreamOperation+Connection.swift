@@ -44,17 +44,7 @@ extension EventStreamOperation {
     /// Opens one connection, reads it to its end, and asks the machine what comes next.
     private func connectOnce(_ parser: inout EventStreamParser) async -> EventStreamMachine.Action {
         let connection = connectionOperation(for: requestForNextConnection())
-        connection.retryPolicy = RetryPolicy(maximumRetries: 0)
-        connection.maximumBodySize = nil
-        // A stream has no end to reach in time: a total timeout (a manager's, for its ordinary
-        // requests) would cut every connection. The request's idle timeout still finds a dead one.
-        if connection.configuration.totalTimeout != nil {
-            var configuration = connection.configuration
-            configuration.totalTimeout = nil
-            connection.configuration = configuration
-        }
-        connection.setResponseSerializer(.data)
-        connection.answerEveryStatus()
+        Self.prepare(connection)
         let body = ResponseBodyStream(connection)
         let opened = state.withLock { state -> Bool in
             guard state.machine.phase == .connecting else { return false }
@@ -86,13 +76,11 @@ extension EventStreamOperation {
                     guard await deliver(events, then: parser.lastEventID) else { break }
                     if let failure = parser.failure { throw failure }
                 }
-            case .reconnect(let reasons), .refuse(let reasons):
-                let refusal = ResponseValidationError(reasons: reasons, response: head.httpURLResponse(for: connection.currentRequest.url ?? request.url!), data: nil)
-                guard case .reconnect = answer else {
-                    close(connection)
-                    return .finish(.failed(refusal))
-                }
-                failure = refusal
+            case .reconnect(let reasons):
+                failure = refusal(reasons, head: head, of: connection)
+            case .refuse(let reasons):
+                close(connection)
+                return .finish(.failed(refusal(reasons, head: head, of: connection)))
             case .stop(let action):
                 close(connection)
                 return action
@@ -105,6 +93,30 @@ extension EventStreamOperation {
         close(connection)
         let jitter = Double.random(in: 0..<1)
         return state.withLock { $0.machine.connectionEnded(error: failure, jitter: jitter) }
+    }
+
+    /// What every connection of a stream needs, whoever made it: its body streamed to the
+    /// loop, every status an answer (the machine judges it), no automatic resume (a `Range`
+    /// means nothing to an event stream), no body limit and no total timeout (a stream has
+    /// no end to reach in time; a manager's total timeout, meant for its ordinary requests,
+    /// would cut every connection, and the request's idle timeout still finds a dead one).
+    private static func prepare(_ connection: HTTPRequestOperation) {
+        connection.retryPolicy = RetryPolicy(maximumRetries: 0)
+        connection.maximumBodySize = nil
+        if connection.configuration.totalTimeout != nil {
+            var configuration = connection.configuration
+            configuration.totalTimeout = nil
+            connection.configuration = configuration
+        }
+        connection.setResponseSerializer(.data)
+        connection.answerEveryStatus()
+    }
+
+    /// The error for an answer refused for `reasons`.
+    private func refusal(_ reasons: [ResponseValidationError.Reason], head: ResponseHead,
+                         of connection: HTTPRequestOperation) -> ResponseValidationError {
+        ResponseValidationError(reasons: reasons, response: head.httpURLResponse(for: connection.currentRequest.url ?? request.url!),
+                                data: nil)
     }
 
     /// ``request`` with `Last-Event-ID` (when an id is known), `Accept: text/event-stream`
