@@ -259,12 +259,14 @@ extension AllTests.CommandLineTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-tls11-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        func openssl(_ arguments: [String]) throws -> Process {
+        func openssl(_ arguments: [String], configuration: URL? = nil,
+                     standardError: FileHandle = .nullDevice) throws -> Process {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
             process.arguments = arguments
+            if let configuration { process.environment = ["OPENSSL_CONF": configuration.path] }
             process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
+            process.standardError = standardError
             try process.run()
             return process
         }
@@ -284,27 +286,45 @@ extension AllTests.CommandLineTests {
         MinProtocol = TLSv1
         CipherString = DEFAULT:@SECLEVEL=0
         """.write(to: configuration, atomically: true, encoding: .utf8)
-        let port = Int.random(in: 20_000...40_000)
-        let server = try openssl(["s_server", "-accept", "127.0.0.1:\(port)", "-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0",
-                                  "-key", key, "-cert", certificate, "-www"])
-        defer { server.terminate() }
-        // The control: OpenSSL itself, under that configuration, speaks TLS 1.1 with the
-        // server (so the refusal below is the library's, not a server that is not up yet).
-        var spoke = false
-        for _ in 0..<50 where !spoke {
-            let probe = Process()
-            probe.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            probe.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0"]
-            probe.environment = ["OPENSSL_CONF": configuration.path]
-            probe.standardInput = FileHandle.nullDevice
-            probe.standardOutput = FileHandle.nullDevice
-            probe.standardError = FileHandle.nullDevice
-            try probe.run()
-            probe.waitUntilExit()
-            spoke = probe.terminationStatus == 0
-            if !spoke { try await Task.sleep(for: .milliseconds(100)) }
+        // s_server cannot be handed port 0, so the test picks one. CI once saw the server never
+        // answer on a port taken from the middle of the suite's traffic: ports are now drawn
+        // below the kernel's ephemeral range (where no client connection sits), and a server that
+        // exits (a port taken after all) is started again on another, its own words kept. The
+        // server reads the permissive configuration too, whatever the machine's own says.
+        let ephemeralStart = ((try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+            .split(whereSeparator: \.isWhitespace).first).flatMap { Int($0) } ?? 32_768
+        var port = 0, server: Process?, serverSaid = "", spoke = false
+        defer { server?.terminate() }
+        for _ in 0..<5 where !spoke {
+            port = Int.random(in: 10_000...max(10_001, ephemeralStart - 1))
+            let serverLog = folder.appendingPathComponent("s_server-\(port).log")
+            try #require(FileManager.default.createFile(atPath: serverLog.path, contents: nil))
+            let started = try openssl(["s_server", "-accept", "127.0.0.1:\(port)", "-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0",
+                                       "-key", key, "-cert", certificate, "-www"],
+                                      configuration: configuration, standardError: try FileHandle(forWritingTo: serverLog))
+            server = started
+            // The control: OpenSSL itself, under that configuration, speaks TLS 1.1 with the
+            // server (so the refusal below is the library's, not a server that is not up yet).
+            for _ in 0..<50 where !spoke && started.isRunning {
+                let probe = Process()
+                probe.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+                probe.arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0"]
+                probe.environment = ["OPENSSL_CONF": configuration.path]
+                probe.standardInput = FileHandle.nullDevice
+                probe.standardOutput = FileHandle.nullDevice
+                probe.standardError = FileHandle.nullDevice
+                try probe.run()
+                probe.waitUntilExit()
+                spoke = probe.terminationStatus == 0
+                if !spoke { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            if !spoke {
+                started.terminate()
+                started.waitUntilExit()
+                serverSaid = (try? String(contentsOf: serverLog, encoding: .utf8)) ?? ""
+            }
         }
-        try #require(spoke, "openssl s_server did not speak TLS 1.1 on port \(port)")
+        try #require(spoke, "openssl s_server did not speak TLS 1.1 (last port \(port)); it said: \(serverSaid)")
 
         let client = Process()
         client.executableURL = builtHTTPOp
