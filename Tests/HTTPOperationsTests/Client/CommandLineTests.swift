@@ -286,17 +286,15 @@ extension AllTests.CommandLineTests {
         MinProtocol = TLSv1
         CipherString = DEFAULT:@SECLEVEL=0
         """.write(to: configuration, atomically: true, encoding: .utf8)
-        // s_server cannot be handed port 0, so the test picks one. CI once saw the server never
-        // answer on a port taken from the middle of the suite's traffic: ports are now drawn
-        // below the kernel's ephemeral range (where no client connection sits), and a server that
-        // exits (a port taken after all) is started again on another, its own words kept. The
-        // server reads the permissive configuration too, whatever the machine's own says.
-        let ephemeralStart = ((try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
-            .split(whereSeparator: \.isWhitespace).first).flatMap { Int($0) } ?? 32_768
+        // s_server cannot be handed port 0. CI once saw it never answer on a port drawn at random
+        // (a port in use makes it exit at once): the port is one the kernel just called free, as
+        // for the other external servers, and a server that exits anyway is started again on
+        // another, its own words kept. It reads the permissive configuration too, whatever the
+        // machine's own says.
         var port = 0, server: Process?, serverSaid = "", spoke = false
         defer { server?.terminate() }
         for _ in 0..<5 where !spoke {
-            port = Int.random(in: 10_000...max(10_001, ephemeralStart - 1))
+            port = try freeLoopbackPort()
             let serverLog = folder.appendingPathComponent("s_server-\(port).log")
             try #require(FileManager.default.createFile(atPath: serverLog.path, contents: nil))
             let started = try openssl(["s_server", "-accept", "127.0.0.1:\(port)", "-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0",
