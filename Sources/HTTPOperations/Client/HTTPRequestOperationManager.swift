@@ -265,12 +265,9 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
             return !settings.isShutDown
         }
         guard accepted else {
-            if let operation = operation as? URLConnectionOperation {
-                operation.refuse(TransferError(.managerShutDown, url: operation.request.url,
+            if let refusable = operation as? any RefusableOperation {
+                refusable.refuse(TransferError(.managerShutDown, url: refusable.request.url,
                                                detail: "The manager is shut down: it starts no more operations"))
-            } else if let stream = operation as? EventStreamOperation {
-                stream.refuse(TransferError(.managerShutDown, url: stream.request.url,
-                                            detail: "The manager is shut down: it starts no more operations"))
             } else {
                 operation.cancel()
             }
@@ -322,3 +319,16 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         return try serializer.request(method: method, urlString: url, parameters: parameters)
     }
 }
+
+/// An operation of the library's own that a shut-down manager finishes with an error instead
+/// of starting (a request, an event stream, a resumable upload).
+protocol RefusableOperation: AnyObject {
+    /// The request the operation was made for, to name in the error.
+    var request: URLRequest { get }
+    /// Finishes the operation, not yet started, with `error`.
+    func refuse(_ error: any Error)
+}
+
+extension URLConnectionOperation: RefusableOperation {}
+extension EventStreamOperation: RefusableOperation {}
+extension ResumableUploadOperation: RefusableOperation {}

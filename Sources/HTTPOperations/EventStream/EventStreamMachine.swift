@@ -136,7 +136,7 @@ struct EventStreamMachine: Sendable {
         case .connecting, .reading: break
         }
         guard reconnects else { return end(error.map { .failed($0) } ?? .stoppedByServer) }
-        if let error, !Self.isWorthReconnecting(after: error) { return end(.failed(error)) }
+        if let error, !RetryBackoff.isWorthRetrying(after: error) { return end(.failed(error)) }
         if !readOnThisConnection { consecutiveFailures += 1 }
         if let limit = configuration.maximumConsecutiveFailures, consecutiveFailures >= limit {
             return end(.failed(EventStreamError(reason: .reconnectsExhausted(attempts: consecutiveFailures), underlyingError: error)))
@@ -201,30 +201,8 @@ struct EventStreamMachine: Sendable {
     /// it asked for more than the cap).
     func delay(jitter: Double) -> Duration {
         let base = serverRetry.map { Duration.milliseconds($0) } ?? configuration.reconnectionDelay
-        let cap = configuration.maximumReconnectionDelay
-        var delay = min(base, cap)
-        for _ in 1..<max(1, consecutiveFailures) where delay < cap {
-            delay = min(delay * 2, cap)
-        }
-        let stretch = 1 + max(0, configuration.jitter) * min(max(jitter, 0), 1)
-        return min(delay * stretch, max(cap, delay))
-    }
-
-    /// Whether a connection that ended with `error` is worth another: a transport failure is
-    /// (the network or the server may come back); a refused certificate or pin, a body the
-    /// client refuses (an event too large), or any error the caller's own code threw is not.
-    static func isWorthReconnecting(after error: any Error) -> Bool {
-        if error is ResponseValidationError { return true }
-        guard let error = error as? URLError else { return false }
-        switch error.code {
-        case .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateHasUnknownRoot,
-             .serverCertificateNotYetValid, .clientCertificateRejected, .clientCertificateRequired,
-             .secureConnectionFailed, .badURL, .unsupportedURL, .userAuthenticationRequired,
-             .userCancelledAuthentication, .cancelled, .dataLengthExceedsMaximum:
-            return false
-        default:
-            return true
-        }
+        return RetryBackoff.delay(base: base, cap: configuration.maximumReconnectionDelay, failures: consecutiveFailures,
+                                  jitter: configuration.jitter, draw: jitter)
     }
 
     private mutating func end(_ end: End) -> Action {

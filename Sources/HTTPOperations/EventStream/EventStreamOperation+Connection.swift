@@ -27,17 +27,11 @@ extension EventStreamOperation {
         }
     }
 
-    /// Waits `delay`, or less when a pause, a resume or a cancel comes meanwhile; a wake left
-    /// from before the wait (a resume that came while the loop was not waiting) does not cut
-    /// it short.
+    /// Waits `delay`, or less when a pause, a resume or a cancel comes meanwhile.
     private func waitOut(_ delay: Duration) async {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: delay)
         let interruptions = state.withLock { $0.machine.interruptions }
-        while true {
-            await wakeup.wait(upTo: clock.now.duration(to: deadline))
-            let woken = state.withLock { $0.machine.interruptions != interruptions || $0.machine.phase != .waiting }
-            if woken || clock.now >= deadline { return }
+        await wakeup.sleep(for: delay) {
+            state.withLock { $0.machine.interruptions != interruptions || $0.machine.phase != .waiting }
         }
     }
 
@@ -215,6 +209,6 @@ extension EventStreamOperation {
         }
         let cancelled: Bool = if case .cancelled = end { true } else { false }
         channel?.finish(error, discardingWaiting: cancelled)
-        announce(state.withLock { changePhase(of: &$0, to: .finished) })
+        announce(phaseKeys: state.withLock { $0.phase.move(to: .finished) })
     }
 }

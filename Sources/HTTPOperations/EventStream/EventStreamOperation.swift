@@ -195,7 +195,7 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         }
         switch start {
         case .run(let first, let keys):
-            announce(keys)
+            announce(phaseKeys: keys)
             Task { await self.run(from: first) }
         case .resume:
             resume()
@@ -229,10 +229,10 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     public func pause() {
         let paused = state.withLock { state -> (HTTPRequestOperation?, [String])? in
             guard state.machine.pause() else { return nil }
-            return (state.connection, changePhase(of: &state, to: .paused))
+            return (state.connection, state.phase.move(to: .paused))
         }
         guard let (connection, keys) = paused else { return }
-        announce(keys)
+        announce(phaseKeys: keys)
         connection?.cancel()
         wakeup.wake()
     }
@@ -241,10 +241,10 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     public func resume() {
         let keys = state.withLock { state -> [String]? in
             guard state.machine.resume() else { return nil }
-            return changePhase(of: &state, to: .executing)
+            return state.phase.move(to: .executing)
         }
         guard let keys else { return }
-        announce(keys)
+        announce(phaseKeys: keys)
         wakeup.wake()
     }
 
@@ -259,29 +259,15 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
             let channel: EventChannel? = if case .channel(let channel)? = state.delivery { channel } else { nil }
             state.delivery = nil
             state.makeConnection = nil
-            return (channel, changePhase(of: &state, to: .finished))
+            return (channel, state.phase.move(to: .finished))
         }
         guard let (channel, keys) = refused else { return }
         channel?.cancel(with: error)
-        announce(keys)
+        announce(phaseKeys: keys)
     }
 
     /// The error of a cancelled stream.
     var cancellationError: URLError {
         URLError(.cancelled, url: request.url, description: "The event stream was cancelled.")
-    }
-
-    /// Moves `state` to `next` (in the lock that changed the machine); returns the keys to
-    /// announce once it is released.
-    func changePhase(of state: inout State, to next: OperationPhase) -> [String] {
-        guard state.phase != next, state.phase.canTransition(to: next) else { return [] }
-        defer { state.phase = next }
-        return state.phase.changedKeys(to: next)
-    }
-
-    /// Announces `keys` to Foundation (`OperationQueue`, `waitUntilFinished()`), outside the lock.
-    func announce(_ keys: [String]) {
-        for key in keys { willChangeValue(forKey: key) }
-        for key in keys { didChangeValue(forKey: key) }
     }
 }

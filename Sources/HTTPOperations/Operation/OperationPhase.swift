@@ -41,3 +41,25 @@ enum OperationPhase: Sendable, Equatable {
     private static let finishedKeys = ["isFinished"]
     private static let executingAndFinishedKeys = ["isExecuting", "isFinished"]
 }
+
+extension OperationPhase {
+    /// Moves to `next` when that is allowed, in the lock that changed what the phase follows;
+    /// returns the keys to announce (``Foundation/Operation/announce(phaseKeys:)``) once the
+    /// lock is released.
+    mutating func move(to next: OperationPhase) -> [String] {
+        guard self != next, canTransition(to: next) else { return [] }
+        defer { self = next }
+        return changedKeys(to: next)
+    }
+}
+
+extension Operation {
+    /// Announces `keys` (``OperationPhase/changedKeys(to:)``) to Foundation's key-value
+    /// observers, `OperationQueue` and `waitUntilFinished()`; outside any lock.
+    func announce(phaseKeys keys: [String]) {
+        for key in keys {
+            willChangeValue(forKey: key)
+            didChangeValue(forKey: key)
+        }
+    }
+}

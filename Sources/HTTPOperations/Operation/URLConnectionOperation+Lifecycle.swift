@@ -302,7 +302,7 @@ extension URLConnectionOperation {
             if up { meter.increment() } else { meter.decrement() }
         }
         if let keys = outcome.announceNow {
-            announce(keys)
+            announce(phaseKeys: keys)
             announceQueuedTransitions()
         }
         return outcome.result
@@ -333,14 +333,7 @@ extension URLConnectionOperation {
                 return keys
             }
             guard !keys.isEmpty else { return }
-            announce(keys)
-        }
-    }
-
-    private func announce(_ keys: [String]) {
-        for key in keys {
-            willChangeValue(forKey: key)
-            didChangeValue(forKey: key)
+            announce(phaseKeys: keys)
         }
     }
 }

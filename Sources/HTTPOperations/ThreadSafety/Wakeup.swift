@@ -41,6 +41,18 @@ final class Wakeup: Sendable {
         }
     }
 
+    /// Waits `delay`, or less when a wake finds `interrupted()` true (a pause, a resume or a
+    /// cancel came); a wake that changed nothing (one left from before the wait) does not cut
+    /// it short.
+    func sleep(for delay: Duration, unless interrupted: () -> Bool) async {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: delay)
+        while true {
+            await wait(upTo: clock.now.duration(to: deadline))
+            if interrupted() || clock.now >= deadline { return }
+        }
+    }
+
     /// Wakes the waiting task, or the next one to wait.
     func wake() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

@@ -1,0 +1,228 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The upload's loop: one task that carries out ``UploadMachine``'s actions, one request at a
+/// time, reading each request's bytes from the source just before it goes.
+extension ResumableUploadOperation {
+    /// What one request's outcome says, read on the thread that announced it.
+    private struct Reply: Sendable {
+        var status: Int?
+        /// Header fields by lowercased name.
+        var fields: [String: String] = [:]
+        var url: URL?
+        var failed = false
+        var curable = false
+
+        func value(_ name: String) -> String? { fields[name.lowercased()] }
+    }
+
+    /// Runs from `first`, the machine's answer to the start, until it finishes the operation.
+    func run(from first: UploadMachine.Action) async {
+        let reader: UploadReader
+        do {
+            reader = UploadReader(source: source, identity: try await measuredSource())
+        } catch {
+            return conclude(abandon(after: error))
+        }
+        var action = first
+        while true {
+            switch action {
+            case .request(let step):
+                action = await perform(step, reader: reader)
+            case .wait(let delay):
+                let interruptions = state.withLock { $0.machine.interruptions }
+                await wakeup.sleep(for: delay) { state.withLock { $0.machine.interruptions != interruptions } }
+                action = state.withLock { $0.machine.waited() }
+            case .awaitResume:
+                await wakeup.wait(upTo: nil)
+                action = state.withLock { $0.machine.waited() }
+            case .finish(let end):
+                return conclude(end)
+            }
+        }
+    }
+
+    /// The file's identity, measured off the network thread and the task pool (hashing a large
+    /// file takes a while), and checked against the resume data's; nil for other sources.
+    private func measuredSource() async throws -> UploadFileIdentity? {
+        guard let url = source.fileURL else { return nil }
+        let identity = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<UploadFileIdentity, any Error>) in
+            DispatchQueue.global(qos: .utility).async {
+                continuation.resume(with: Result { try UploadFileIdentity.measure(url) })
+            }
+        }
+        // The length was declared from the file's size when the operation was made (or when
+        // the upload began, for resume data): a file that is not that file any more is refused.
+        if let startedFrom, identity != startedFrom.file { throw UploadError(reason: .fileChanged(path: url.path), url: startedFrom.uploadURL) }
+        if identity.size != totalBytes { throw UploadError(reason: .fileChanged(path: url.path), url: request.url) }
+        state.withLock { $0.identity = identity }
+        return identity
+    }
+
+    /// Sends `step`'s request and asks the machine what comes next.
+    private func perform(_ step: UploadMachine.Step, reader: UploadReader) async -> UploadMachine.Action {
+        let (offset, count): (Int64, Int) = switch step {
+        case .create(let count): (0, count)
+        case .append(let offset, let count): (offset, count)
+        case .discover, .queryOffset, .terminate: (0, 0)
+        }
+        var bytes: Data?
+        if count > 0 {
+            do {
+                bytes = try await reader.bytes(from: offset, count: count)
+            } catch {
+                return .finish(abandon(after: error))
+            }
+        }
+        // Saved before the bytes go: a crash from here on leaves resume data whose sent offset
+        // covers them.
+        saveResumeData()
+        let (uploadURL, checksum) = state.withLock { ($0.machine.uploadURL, $0.machine.checksumAlgorithm) }
+        let request = dialect.request(for: step, uploadURL: uploadURL, bytes: bytes, checksum: checksum)
+        let connection = connectionOperation(for: request)
+        prepare(connection, for: step, sendingFrom: offset)
+        let opened = state.withLock { state -> Bool in
+            let mayGo = state.machine.phase == .running || (step == .terminate && state.machine.phase == .cancelling)
+            guard mayGo else { return false }
+            state.connection = connection
+            state.requests += 1
+            return true
+        }
+        guard opened else {
+            connection.cancel()
+            return state.withLock { $0.machine.answered(step, .dropped, jitter: 0) }
+        }
+        let reply = await withCheckedContinuation { (continuation: CheckedContinuation<Reply, Never>) in
+            connection.whenOutcomeKnown { [self] finished in
+                continuation.resume(returning: readReply(of: finished))
+            }
+            connection.start()
+        }
+        let answer = reply.failed ? UploadMachine.Answer(failedTransiently: reply.curable, failedForGood: !reply.curable)
+                                  : dialect.answer(for: step, status: reply.status ?? 0, requestURL: reply.url ?? request.url,
+                                                   value: reply.value)
+        let expires = reply.value("Upload-Expires").flatMap { HTTPDate.parse($0) }
+        let jitter = Double.random(in: 0..<1)
+        let (next, progressed) = state.withLock { state -> (UploadMachine.Action, Bool) in
+            state.connection = nil
+            if let expires { state.expires = expires }
+            let before = state.machine.acknowledged
+            let next = state.machine.answered(step, answer, jitter: jitter)
+            return (next, state.machine.acknowledged != before)
+        }
+        if progressed { reportProgress(acknowledgedOffset) }
+        return next
+    }
+
+    /// Reads `finished`'s outcome; keeps its error (or, for a status the protocol does not
+    /// take, a ``ResponseValidationError``) as the last failure.
+    private func readReply(of finished: URLConnectionOperation) -> Reply {
+        let response = finished.response as? HTTPURLResponse
+        var reply = Reply(status: response?.statusCode, url: response?.url)
+        if let error = finished.error {
+            reply.failed = true
+            reply.curable = RetryBackoff.isWorthRetrying(after: error)
+            state.withLock { $0.lastFailure = error }
+            return reply
+        }
+        for (name, value) in response?.allHeaderFields ?? [:] {
+            if let name = name as? String, let value = value as? String { reply.fields[name.lowercased()] = value }
+        }
+        if let response, !(200..<300).contains(response.statusCode) {
+            let refusal = ResponseValidationError(reasons: [.unacceptableStatusCode(response.statusCode)], response: response,
+                                                  data: (finished as? HTTPRequestOperation)?.responseData)
+            state.withLock { $0.lastFailure = refusal }
+        }
+        return reply
+    }
+
+    /// What every request of an upload needs, whoever made it: every status an answer (the
+    /// machine judges it), no retries of its own (the machine retries, from the server's
+    /// offset), a small answer body, progress told from `base` on, and for the IETF draft's
+    /// creation, the upload's URL from its 104 interim answer.
+    private func prepare(_ connection: HTTPRequestOperation, for step: UploadMachine.Step, sendingFrom base: Int64) {
+        connection.retryPolicy = RetryPolicy(maximumRetries: 0)
+        connection.maximumBodySize = 1 << 20
+        connection.setResponseSerializer(.data)
+        connection.answerEveryStatus()
+        let (handler, queue) = state.withLock { ($0.progressHandler, $0.completionQueue) }
+        if let handler, case .append = step {
+            let total = totalBytes
+            connection.setUploadProgressBlock { [self] _, sent, _ in
+                (queue ?? .global()).async { handler(self, base + sent, total) }
+            }
+        }
+        if configuration.uploadProtocol == .ietfDraft, case .create = step {
+            connection.setInformationalResponseBlock { [self] _, interim in
+                guard interim.statusCode == 104,
+                      interim.value(forHTTPHeaderField: "Upload-Draft-Interop-Version") == UploadDialect.ietfInteropVersion,
+                      let location = interim.value(forHTTPHeaderField: "Location"),
+                      let url = URL(string: location, relativeTo: request.url) else { return }
+                state.withLock { $0.machine.learnedLocation(url.absoluteURL) }
+            }
+        }
+    }
+
+    /// Hands the resume data to its handler when it changed since the last time.
+    private func saveResumeData() {
+        let changed = state.withLock { state -> (UploadResumeData, ResumeDataHandler)? in
+            guard let handler = state.resumeDataHandler, let data = resumeData(of: state), data != state.savedResumeData else { return nil }
+            state.savedResumeData = data
+            return (data, handler)
+        }
+        if let (data, handler) = changed { handler(data) }
+    }
+
+    private func reportProgress(_ sent: Int64) {
+        let (handler, queue) = state.withLock { ($0.progressHandler, $0.completionQueue) }
+        guard let handler else { return }
+        let total = totalBytes
+        (queue ?? .global()).async { handler(self, sent, total) }
+    }
+
+    /// Ends the machine after reading the source failed with `error` (a changed file, a stream
+    /// that ran dry, an I/O error): no request follows.
+    private func abandon(after error: any Error) -> UploadMachine.End {
+        state.withLock { state in
+            state.machine.abandon()
+            if let error = error as? UploadError {
+                state.lastFailure = UploadError(reason: error.reason, url: state.machine.uploadURL ?? request.url,
+                                                underlyingError: error.underlyingError)
+            } else {
+                state.lastFailure = error
+            }
+        }
+        return .transportFailed
+    }
+
+    /// Ends the operation with `end`, once.
+    private func conclude(_ end: UploadMachine.End) {
+        saveResumeData()
+        let (finished, observers) = state.withLock { state -> ([String], [@Sendable () -> Void]) in
+            let url = state.machine.uploadURL ?? request.url
+            switch end {
+            case .completed:
+                state.completed = true
+            case .cancelled:
+                state.error = cancellationError
+            case .failed(let reason):
+                state.error = UploadError(reason: reason, url: url)
+            case .retriesExhausted(let attempts):
+                state.error = UploadError(reason: .retriesExhausted(attempts: attempts), url: url, underlyingError: state.lastFailure)
+            case .refused, .transportFailed:
+                state.error = state.lastFailure ?? URLError(.badServerResponse, url: url, description: "The upload failed.")
+            }
+            state.connection = nil
+            // The blocks may hold the operation or its manager: let go of them.
+            state.makeConnection = nil
+            state.resumeDataHandler = nil
+            defer { state.finishObservers = [] }
+            return (state.phase.move(to: .finished), state.finishObservers)
+        }
+        state.withLock { $0.progressHandler = nil }
+        announce(phaseKeys: finished)
+        observers.forEach { $0() }
+    }
+}

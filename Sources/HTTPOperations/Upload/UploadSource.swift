@@ -1,0 +1,156 @@
+import Crypto
+import Foundation
+
+/// Where a resumable upload's bytes come from.
+///
+/// - ``file(_:)``: read in chunks at the offsets the server asks for, so memory stays flat
+///   whatever the size; the file's identity (size, modification time, SHA-256 of its content)
+///   is taken when the upload begins and checked around every chunk read, so a file that
+///   changes is a ``UploadError/Reason/fileChanged(path:)``, never a spliced upload. Only a
+///   file upload has resume data (it can be read again after a restart).
+/// - ``data(_:)``: bytes in memory.
+/// - ``stream(length:_:)``: an async sequence of chunks, read once; only the bytes the server
+///   has not acknowledged are kept, so a drop resumes from the server's offset as long as it is
+///   not below them.
+public struct UploadSource: Sendable {
+    enum Kind: Sendable {
+        case file(URL)
+        case data(Data)
+        case stream(length: Int64, AsyncThrowingStream<Data, any Error>)
+    }
+
+    let kind: Kind
+
+    /// The file at `url`.
+    public static func file(_ url: URL) -> UploadSource { UploadSource(kind: .file(url)) }
+    /// `data`, from memory.
+    public static func data(_ data: Data) -> UploadSource { UploadSource(kind: .data(data)) }
+    /// Exactly `length` bytes from `chunks`, in order (the protocols declare the length when the
+    /// upload is created). A stream that ends early or goes on past `length` fails the upload.
+    public static func stream(length: Int64, _ chunks: AsyncThrowingStream<Data, any Error>) -> UploadSource {
+        UploadSource(kind: .stream(length: length, chunks))
+    }
+
+    /// The file's URL, for a file source.
+    var fileURL: URL? {
+        if case .file(let url) = kind { return url }
+        return nil
+    }
+}
+
+/// A file's identity as an upload remembers it: what must still hold for its bytes to be sent.
+public struct UploadFileIdentity: Sendable, Hashable, Codable {
+    /// The size in bytes.
+    public var size: Int64
+    /// The modification time, in nanoseconds since 1970.
+    public var modificationNanoseconds: Int64
+    /// The SHA-256 of the whole content, lowercase hex.
+    public var sha256: String
+
+    /// Reads `url` whole (in 1 MiB pieces) to take its identity.
+    static func measure(_ url: URL) throws -> UploadFileIdentity {
+        let before = try FileStamp(url)
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { hasher.update(data: piece) }
+        // A file written while it was hashed has no identity to promise.
+        guard try FileStamp(url) == before else { throw UploadError(reason: .fileChanged(path: url.path)) }
+        let digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return UploadFileIdentity(size: before.size, modificationNanoseconds: before.modified, sha256: digest)
+    }
+
+    /// Whether the file's size and modification time still match (the cheap check made around
+    /// every chunk; the digest is checked when an upload resumes from resume data).
+    func stampMatches(_ url: URL) -> Bool {
+        guard let stamp = try? FileStamp(url) else { return false }
+        return stamp.size == size && stamp.modified == modificationNanoseconds
+    }
+}
+
+/// A file's size and modification time, from `stat`.
+struct FileStamp: Equatable {
+    let size: Int64
+    let modified: Int64
+
+    init(_ url: URL) throws {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else {
+            throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: url.path])
+        }
+        size = Int64(info.st_size)
+        modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+    }
+}
+
+/// Reads a source's bytes for the upload's task (never on the network thread).
+actor UploadReader {
+    private let source: UploadSource
+    /// The file's identity, for a file source (taken at the start, or from resume data).
+    let identity: UploadFileIdentity?
+    /// A stream's bytes from `windowStart` on: read, not yet acknowledged.
+    private var window = Data()
+    private var windowStart: Int64 = 0
+    private var iterator: AsyncThrowingStream<Data, any Error>.AsyncIterator?
+
+    init(source: UploadSource, identity: UploadFileIdentity?) {
+        self.source = source
+        self.identity = identity
+    }
+
+    /// The source's length.
+    nonisolated static func length(of source: UploadSource, identity: UploadFileIdentity?) -> Int64 {
+        switch source.kind {
+        case .file: identity?.size ?? 0
+        case .data(let data): Int64(data.count)
+        case .stream(let length, _): length
+        }
+    }
+
+    /// `count` bytes from `offset`.
+    func bytes(from offset: Int64, count: Int) async throws -> Data {
+        guard count > 0 else { return Data() }
+        switch source.kind {
+        case .data(let data):
+            let start = data.startIndex + Int(offset)
+            return data.subdata(in: start..<start + count)
+        case .file(let url):
+            return try readFile(url, from: offset, count: count)
+        case .stream(let length, let chunks):
+            return try await readStream(chunks, length: length, from: offset, count: count)
+        }
+    }
+
+    private func readFile(_ url: URL, from offset: Int64, count: Int) throws -> Data {
+        guard let identity, identity.stampMatches(url) else { throw UploadError(reason: .fileChanged(path: url.path)) }
+        let handle = try FileHandle(forReadingFrom: url)
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        let bytes = try handle.read(upToCount: count) ?? Data()
+        // Checked again after the read: bytes read while the file changed are never sent.
+        guard bytes.count == count, identity.stampMatches(url) else { throw UploadError(reason: .fileChanged(path: url.path)) }
+        return bytes
+    }
+
+    private func readStream(_ chunks: AsyncThrowingStream<Data, any Error>, length: Int64,
+                            from offset: Int64, count: Int) async throws -> Data {
+        // Bytes before `offset` were acknowledged: let them go. Bytes before the window are gone.
+        guard offset >= windowStart else { throw UploadError(reason: .sourceCannotRewind(offset: offset)) }
+        let drop = Int(min(offset - windowStart, Int64(window.count)))
+        window.removeFirst(drop)
+        windowStart += Int64(drop)
+        guard offset == windowStart else { throw UploadError(reason: .sourceCannotRewind(offset: offset)) }
+        var chunkIterator = iterator ?? chunks.makeAsyncIterator()
+        defer { iterator = chunkIterator }
+        while window.count < count {
+            guard let chunk = try await chunkIterator.next(isolation: self) else {
+                throw UploadError(reason: .sourceLengthMismatch(declared: length))
+            }
+            window.append(chunk)
+            if windowStart + Int64(window.count) > length {
+                throw UploadError(reason: .sourceLengthMismatch(declared: length))
+            }
+        }
+        return Data(window.prefix(count))
+    }
+}
