@@ -65,6 +65,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+                // The upload routes check tus `Upload-Checksum` digests.
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The test server behind TLS, with certificates made in memory: for the security tests.

@@ -27,6 +27,8 @@ final class RequestRouter: ChannelInboundHandler {
     var streamer: PatternStreamer?
     /// The full-duplex exchange in progress (`/duplex/...`), which answers as the body comes.
     private var duplex: DuplexExchange?
+    /// The resumable-upload request in progress (`/tus/...`, `/ietf/...`).
+    private var upload: UploadExchange?
     /// Shared by every connection of one server.
     let counters: ResourceCounters
 
@@ -41,6 +43,10 @@ final class RequestRouter: ChannelInboundHandler {
                 duplex = exchange
                 return exchange.start(context, head, router: self)
             }
+            if let exchange = UploadExchange(head, store: counters.uploads) {
+                upload = exchange
+                return exchange.start(context, router: self)
+            }
             self.head = head
             body = Data()
             bodyLength = 0
@@ -51,6 +57,11 @@ final class RequestRouter: ChannelInboundHandler {
         case .end(let fields) where duplex != nil:
             duplex?.finished(fields, context, router: self)
             duplex = nil
+        case .body(let buffer) where upload != nil:
+            upload?.received(buffer, context)
+        case .end where upload != nil:
+            upload?.finished(context, router: self)
+            upload = nil
         case .body(let buffer):
             bodyLength += buffer.readableBytes
             if keepsBody, body.count < Self.echoBodyLimit {

@@ -6,6 +6,8 @@ import Synchronization
 /// Counts requests per resumable resource across connections, for the faults that depend on
 /// how many came before (a new version per request, drops on the first responses only).
 final class ResourceCounters: Sendable {
+    /// The resumable-upload routes' uploads (``UploadStore``).
+    let uploads = UploadStore()
     private let counts = Mutex<[String: Int]>([:])
 
     /// Counts one more request for `key`; returns how many came before it.

@@ -79,6 +79,7 @@ public final class TestServer: Sendable {
                     try securingConnections?(channel)
                     let sync = channel.pipeline.syncOperations
                     try sync.configureHTTPServerPipeline(withErrorHandling: true)
+                    try sync.addHandler(InformationalResponseWriter())
                     try sync.addHandler(RequestLogger(log: log))
                     // Compress only responses the router marked, so lengths elsewhere stay exact.
                     try sync.addHandler(HTTPResponseCompressor(responseCompressionPredicate: { head, _ in
@@ -104,6 +105,10 @@ public final class TestServer: Sendable {
     public func requestCount(forResumableKey key: String) -> Int {
         counters.count(key)
     }
+
+    /// The uploads of the resumable-upload routes (`/tus/...`, `/ietf/...`), and their planned
+    /// faults.
+    public var uploads: UploadStore { counters.uploads }
 
     /// How many requests the event feed `key` has received (see ``Endpoint/events(key:feed:)``).
     public func requestCount(forEventFeed key: String) -> Int {

@@ -20,9 +20,12 @@ enum RetryBackoff {
 
     /// Whether a request that ended with `error` is worth another: a transport failure is (the
     /// network or the server may come back); a refused certificate or pin, a bad URL, a body
-    /// the client refuses, or any error the caller's own code threw is not.
+    /// the client refuses, or any error the caller's own code threw is not. A connection that
+    /// closed before the answer to a POST or PATCH is: the caller of this asks the server what
+    /// it did (an upload's offset) before sending anything again.
     static func isWorthRetrying(after error: any Error) -> Bool {
         if error is ResponseValidationError { return true }
+        if let error = error as? TransferError { return error.code == .connectionClosedBeforeAnswer }
         guard let error = error as? URLError else { return false }
         switch error.code {
         case .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateHasUnknownRoot,

@@ -119,9 +119,12 @@ extension ResumableUploadOperation {
     /// Reads `finished`'s outcome; keeps its error (or, for a status the protocol does not
     /// take, a ``ResponseValidationError``) as the last failure.
     private func readReply(of finished: URLConnectionOperation) -> Reply {
-        let response = finished.response as? HTTPURLResponse
+        // A status the response serializer does not accept is still an answer here: the
+        // machine reads every status.
+        let refusal = finished.error as? ResponseValidationError
+        let response = refusal?.response ?? finished.response as? HTTPURLResponse
         var reply = Reply(status: response?.statusCode, url: response?.url)
-        if let error = finished.error {
+        if let error = finished.error, refusal == nil {
             reply.failed = true
             reply.curable = RetryBackoff.isWorthRetrying(after: error)
             state.withLock { $0.lastFailure = error }
@@ -131,9 +134,9 @@ extension ResumableUploadOperation {
             if let name = name as? String, let value = value as? String { reply.fields[name.lowercased()] = value }
         }
         if let response, !(200..<300).contains(response.statusCode) {
-            let refusal = ResponseValidationError(reasons: [.unacceptableStatusCode(response.statusCode)], response: response,
-                                                  data: (finished as? HTTPRequestOperation)?.responseData)
-            state.withLock { $0.lastFailure = refusal }
+            let failure = refusal ?? ResponseValidationError(reasons: [.unacceptableStatusCode(response.statusCode)], response: response,
+                                                             data: (finished as? HTTPRequestOperation)?.responseData)
+            state.withLock { $0.lastFailure = failure }
         }
         return reply
     }

@@ -1,0 +1,214 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPOperations
+import HTTPTestServer
+import Testing
+
+extension AllTests {
+    /// Resumable uploads over real HTTP, against the test server's tus and IETF-draft routes:
+    /// whole uploads, drops, lies, expiry, checksums, pause, cancel and restart. Each checks
+    /// the server's bytes against the file's.
+    @Suite struct ResumableUploads {
+        private func finish(_ operation: ResumableUploadOperation) async throws {
+            operation.start()
+            try await waitUntilFinished(operation)
+        }
+
+        @Test(arguments: ResumableUploadProtocol.allCases)
+        func aFileArrivesWholeInChunks(uploadProtocol: ResumableUploadProtocol) async throws {
+            let run = try UploadRun(size: 200_000, protocol: uploadProtocol)
+            let operation = run.operation()
+            try await finish(operation)
+            #expect(operation.error == nil)
+            #expect(operation.isCompleted)
+            let upload = try #require(run.uploads.first)
+            #expect(run.uploads.count == 1)
+            #expect(upload.bytes == run.content)
+            #expect(operation.uploadURL?.lastPathComponent == upload.id)
+            #expect(run.progress.withLock { $0.last } == 200_000)
+            // tus discovers first and sends the first chunk with the creation (creation-with-upload).
+            let chunks = (200_000 + (16 << 10) - 1) / (16 << 10)
+            let expected = (uploadProtocol == .tus ? ["OPTIONS 204"] : []) + ["POST 201"] + Array(repeating: "PATCH 204", count: chunks - 1)
+            #expect(run.log == expected)
+            if uploadProtocol == .ietfDraft { #expect(upload.completeSaid) }
+        }
+
+        @Test func tusNamesTheStrongestChecksumTheServerKnowsAndA460SendsTheBytesAgain() async throws {
+            var options = UploadStore.Options()
+            options.checksumAlgorithms = ["md5", "sha1"]
+            let run = try UploadRun(size: 50_000, options: options, faults: [2: .corrupt])
+            let operation = run.operation()
+            try await finish(operation)
+            #expect(operation.error == nil)
+            #expect(run.uploads.first?.bytes == run.content)
+            // Damaged bytes are not kept: the offset is asked again, and the same bytes go again.
+            #expect(run.log == ["OPTIONS 204", "POST 201", "PATCH 460", "HEAD 200", "PATCH 204", "PATCH 204", "PATCH 204"])
+            #expect(operation.resumeData?.checksumAlgorithm == "sha1")
+        }
+
+        @Test(arguments: ResumableUploadProtocol.allCases)
+        func aDropMidAppendResumesFromTheOffsetTheServerReports(uploadProtocol: ResumableUploadProtocol) async throws {
+            let first = uploadProtocol == .tus ? 1 : 0
+            let run = try UploadRun(size: 100_000, protocol: uploadProtocol, options: {
+                var options = UploadStore.Options()
+                options.checksumAlgorithms = []
+                return options
+            }(), faults: [first + 2: .dropAfter(bytes: 5_000), first + 4: .dropBeforeAnswer])
+            let operation = run.operation()
+            try await finish(operation)
+            #expect(operation.error == nil)
+            #expect(run.uploads.count == 1)
+            #expect(run.uploads.first?.bytes == run.content)
+            // After each drop, the offset is asked before another byte goes.
+            let log = run.log
+            for (index, entry) in log.enumerated() where entry.hasSuffix("drop") {
+                #expect(index + 1 < log.count && log[index + 1].hasPrefix("HEAD"), "\(log)")
+            }
+            #expect(log.filter { $0.hasSuffix("drop") }.count == 2)
+        }
+
+        @Test func theDraftsCreationDroppedAfterIts104ResumesTheSameUpload() async throws {
+            let run = try UploadRun(size: 40_000, protocol: .ietfDraft, faults: [0: .dropAfter(bytes: 1_000)])
+            let operation = run.operation()
+            try await finish(operation)
+            #expect(operation.error == nil)
+            #expect(run.uploads.count == 1, "a second upload was created: \(run.log)")
+            #expect(run.uploads.first?.bytes == run.content)
+            #expect(run.log.prefix(2) == ["POST drop", "HEAD 204"])
+        }
+
+        @Test func offsetsThatCannotBeTrueEndTheUploadTyped() async throws {
+            // Ahead of every byte sent (the HEAD after a drop claims more than was ever sent).
+            let ahead = try UploadRun(size: 60_000, faults: [2: .dropAfter(bytes: 100), 3: .reportOffset(delta: 40_000)])
+            let aheadOperation = ahead.operation()
+            try await finish(aheadOperation)
+            #expect((aheadOperation.error as? UploadError)?.code == .offsetAhead)
+            // Behind what it acknowledged (it lost bytes).
+            // (A loss within the append's own answer is believed: a server may keep fewer bytes
+            // than sent. Here the append after an acknowledged one loses more than it added.)
+            let behind = try UploadRun(size: 80_000, faults: [4: .loseBytes(20_000)])
+            let behindOperation = behind.operation()
+            try await finish(behindOperation)
+            #expect((behindOperation.error as? UploadError)?.code == .offsetBehind)
+            // Beyond the length.
+            let beyond = try UploadRun(size: 20_000, faults: [2: .dropBeforeAnswer, 3: .reportOffset(delta: 50_000)])
+            let beyondOperation = beyond.operation()
+            try await finish(beyondOperation)
+            #expect((beyondOperation.error as? UploadError)?.code == .offsetBeyondLength)
+            for operation in [aheadOperation, behindOperation, beyondOperation] { #expect(!operation.isCompleted) }
+        }
+
+        @Test func anExpiredUploadIsGoneAndServerErrorsAreRetriedThenExhausted() async throws {
+            let expired = try UploadRun(size: 60_000, faults: [3: .expire])
+            let expiredOperation = expired.operation()
+            try await finish(expiredOperation)
+            #expect((expiredOperation.error as? UploadError)?.reason == .uploadGone(status: 410), "\(expired.log)")
+            #expect(expiredOperation.expires != nil)
+
+            let flaky = try UploadRun(size: 30_000, faults: [2: .status(503), 3: .status(502), 4: .stall(milliseconds: 50)])
+            let flakyOperation = flaky.operation()
+            try await finish(flakyOperation)
+            #expect(flakyOperation.error == nil)
+            #expect(flaky.uploads.first?.bytes == flaky.content)
+
+            let down = try UploadRun(size: 30_000, faults: Dictionary(uniqueKeysWithValues: (2..<40).map { ($0, UploadStore.Fault.status(503)) }))
+            let downOperation = down.operation(down.configuration { $0.maximumConsecutiveFailures = 3 })
+            try await finish(downOperation)
+            let error = try #require(downOperation.error as? UploadError)
+            #expect(error.reason == .retriesExhausted(attempts: 4))
+            #expect((error.underlyingError as? ResponseValidationError)?.response.statusCode == 503)
+        }
+
+        @Test func pauseHoldsTheUploadAndResumeAsksTheOffsetFirst() async throws {
+            let run = try UploadRun(size: 80_000, faults: [3: .stall(milliseconds: 300)], signalAt: 32 << 10)
+            let operation = run.operation()
+            operation.start()
+            try await run.reached.wait()
+            operation.pause()
+            #expect(operation.isPaused)
+            let pausedAt = run.log.count
+            try await Task.sleep(for: .milliseconds(400))
+            operation.resume()
+            try await waitUntilFinished(operation)
+            #expect(operation.error == nil)
+            #expect(run.uploads.first?.bytes == run.content)
+            #expect(run.log.dropFirst(pausedAt).first { !$0.hasPrefix("PATCH 204") } == "HEAD 200", "\(run.log)")
+        }
+
+        @Test func cancelStopsAndTerminatesWhenAsked() async throws {
+            let run = try UploadRun(size: 80_000, faults: [3: .stall(milliseconds: 300)], signalAt: 32 << 10)
+            let operation = run.operation(run.configuration { $0.terminatesOnCancel = true })
+            operation.start()
+            try await run.reached.wait()
+            operation.cancel()
+            try await waitUntilFinished(operation)
+            #expect((operation.error as? URLError)?.code == .cancelled)
+            #expect(!operation.isCompleted)
+            #expect(run.uploads.first?.deleted == true)
+            #expect(run.log.last == "DELETE 204")
+        }
+
+        @Test func aRestartGoesOnFromResumeDataAndAChangedFileIsRefused() async throws {
+            let run = try UploadRun(size: 120_000, faults: [4: .stall(milliseconds: 300)], signalAt: 48 << 10)
+            let first = run.operation()
+            first.start()
+            try await run.reached.wait()
+            first.cancel()
+            try await waitUntilFinished(first)
+            let saved = try #require(run.savedResumeData.withLock { $0.last })
+            // Through its saved form, as a restarted process reads it.
+            let resumeData = try UploadResumeData(encoded: saved.encoded())
+            var marked = URLRequest(url: run.creationURL)
+            marked.setValue("2", forHTTPHeaderField: "X-Process")
+            let second = run.watch(ResumableUploadOperation(request: marked, resumeData: resumeData, configuration: run.configuration()))
+            try await finish(second)
+            #expect(second.error == nil)
+            #expect(run.uploads.count == 1)
+            #expect(run.uploads.first?.bytes == run.content)
+            // The restarted upload asked the offset before sending a byte.
+            let restarted = testServer.receivedRequests.filter { $0.header("X-Process") == "2" }
+            #expect(restarted.first?.method == "HEAD")
+
+            // The same file, one byte changed (same size): refused before any request.
+            let changed = try UploadRun(size: 60_000, faults: [3: .stall(milliseconds: 300)], signalAt: 32 << 10)
+            let interrupted = changed.operation()
+            interrupted.start()
+            try await changed.reached.wait()
+            interrupted.cancel()
+            try await waitUntilFinished(interrupted)
+            var altered = changed.content
+            altered[30_000] ^= 0xFF
+            try altered.write(to: changed.file)
+            let refusedData = try #require(changed.savedResumeData.withLock { $0.last })
+            let refused = ResumableUploadOperation(request: URLRequest(url: changed.creationURL), resumeData: refusedData,
+                                                   configuration: changed.configuration())
+            let sent = changed.log.count
+            try await finish(refused)
+            #expect((refused.error as? UploadError)?.code == .fileChanged)
+            #expect(changed.log.count == sent)
+        }
+
+        @Test func aStreamSourceResumesFromTheBytesItStillHolds() async throws {
+            let run = try UploadRun(size: 70_000, faults: [3: .dropAfter(bytes: 2_000)])
+            let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+            for start in stride(from: 0, to: run.content.count, by: 7_000) {
+                continuation.yield(run.content.subdata(in: start..<min(start + 7_000, run.content.count)))
+            }
+            continuation.finish()
+            let operation = run.operation(source: .stream(length: Int64(run.content.count), stream))
+            try await finish(operation)
+            #expect(operation.error == nil)
+            #expect(run.uploads.first?.bytes == run.content)
+            #expect(operation.resumeData == nil)
+        }
+
+        @Test func theManagersAsyncDoorReturnsTheUploadsURL() async throws {
+            let run = try UploadRun(size: 10_000, protocol: .ietfDraft)
+            let manager = HTTPRequestOperationManager(baseURL: testServer.baseURL)
+            let url = try await manager.upload(URLRequest(url: run.creationURL), source: .data(run.content), configuration: run.configuration())
+            #expect(testServer.uploads.upload(at: url)?.bytes == run.content)
+        }
+    }
+}
