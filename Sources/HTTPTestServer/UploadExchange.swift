@@ -126,11 +126,13 @@ final class UploadExchange {
 
     /// A body chunk arrived.
     func received(_ buffer: ByteBuffer, _ context: ChannelHandlerContext) {
-        guard !closed, case .keep(let id, _, _) = plan else { return }
+        guard !closed, case .keep(let id, let offset, _) = plan else { return }
         var bytes = Data(buffer.readableBytesView)
         if case .dropAfter(let limit) = fault { bytes = bytes.prefix(max(0, limit - received)) }
         if case .corrupt = fault, received == 0, !bytes.isEmpty { bytes[bytes.startIndex] ^= 0x01 }
         received += bytes.count
+        let through = offset + Int64(received)
+        _ = store.withUpload(id) { $0.highestReceived = max($0.highestReceived, through) }
         if field("Upload-Checksum") != nil {
             held = (held ?? Data()) + bytes
         } else {
@@ -202,8 +204,17 @@ final class UploadExchange {
 
     private func offsetFields(of id: String) -> [(String, String)] {
         guard let upload = store.withUpload(id, { $0 }) else { return [] }
-        var offset = Int64(upload.bytes.count)
-        if case .reportOffset(let delta) = fault { offset += delta }
+        let kept = Int64(upload.bytes.count)
+        var offset = kept
+        switch fault {
+        case .reportOffset(let delta)?:
+            offset = kept + delta
+            if offset == upload.length, kept < upload.length { offset = upload.length - 1 }
+        case .claimUnsent(let extra)?:
+            offset = max(kept, upload.highestReceived) + extra
+        default:
+            break
+        }
         var fields = [("Upload-Offset", "\(offset)"), ("Upload-Length", "\(upload.length)")]
         if dialect == .ietf { fields.append(("Upload-Complete", upload.completeSaid ? "?1" : "?0")) }
         return fields

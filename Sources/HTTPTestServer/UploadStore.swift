@@ -30,8 +30,14 @@ public final class UploadStore: Sendable {
         /// Answers after `milliseconds`.
         case stall(milliseconds: Int)
         /// Does what is asked, then reports an offset `delta` away from the true one (a lie:
-        /// ahead when positive, behind when negative).
+        /// ahead when positive, behind when negative). It never claims the whole length for an
+        /// upload that lacks bytes: a server that says it holds bytes it was sent but lost cannot
+        /// be caught by any client of these protocols (Docs/ResumableUploads.md), so this server
+        /// does not tell that one lie.
         case reportOffset(delta: Int64)
+        /// Does what is asked, then reports an offset `extra` bytes past every byte it ever
+        /// received for the upload: bytes it was never sent.
+        case claimUnsent(extra: Int64)
         /// Loses the last `bytes` it kept (a crash), then answers truthfully.
         case loseBytes(Int)
         /// The upload expires: this request and every later one find it gone (tus 410, the
@@ -66,6 +72,8 @@ public final class UploadStore: Sendable {
         public let length: Int64
         /// The bytes kept.
         public internal(set) var bytes = Data()
+        /// The end of the furthest byte ever received (kept or not).
+        public internal(set) var highestReceived: Int64 = 0
         /// The IETF draft: the client said the upload is complete.
         public internal(set) var completeSaid = false
         /// Terminated by a `DELETE`.
