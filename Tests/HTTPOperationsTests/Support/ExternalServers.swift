@@ -6,7 +6,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// Servers nobody here wrote — nginx (Debian), httpbin, hyper-h2 and sse-starlette (PyPI) — started by the
+/// Servers nobody here wrote — nginx (Debian), httpbin, hyper-h2, sse-starlette and tuspyserver (PyPI) — started by the
 /// tests on free loopback ports, to prove HTTPOperations speaks real HTTP.
 ///
 /// `.ci/run` installs both and sets `HTTPOPERATIONS_REQUIRE_INTEROP=1`, so in CI a missing
@@ -63,6 +63,26 @@ enum ExternalServers {
             return try ManagedProcess.start("/usr/bin/env", ["python3", script, "\(port)"], port: port)
         } catch {
             fatalError("the sse-starlette feed did not start: \(error)")
+        }
+    }()
+
+    static var tuspyserverInstalled: Bool {
+        run("/usr/bin/env", ["python3", "-c", "import tuspyserver, fastapi, uvicorn"]) == 0
+    }
+
+    /// The folder where ``tusServer`` keeps its uploads (`<id>` holds an upload's bytes).
+    static let tusFiles = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-tus-\(UUID())").path
+
+    /// A tus 1.0 server: tuspyserver's FastAPI router under uvicorn (PyPI), at `/files/`
+    /// (`Tests/Servers/tus_server.py`); started on first use.
+    static let tusServer: ManagedProcess = {
+        do {
+            let port = try freeLoopbackPort()
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../Servers/tus_server.py").standardized.path
+            return try ManagedProcess.start("/usr/bin/env", ["python3", script, "\(port)", tusFiles], port: port, removing: tusFiles)
+        } catch {
+            fatalError("the tus server did not start: \(error)")
         }
     }()
 

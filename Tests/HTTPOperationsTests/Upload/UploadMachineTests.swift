@@ -1,0 +1,156 @@
+import Foundation
+@testable import HTTPOperations
+import Testing
+
+extension AllTests {
+    /// ``UploadMachine``'s decisions, without I/O: the order of requests, which offsets are
+    /// believed, the waits, pause, cancel and completion.
+    @Suite struct UploadDecisions {
+        private let url = URL(string: "http://uploads.example/files/1")!
+
+        private func machine(length: Int64 = 100, chunk: Int = 40, _ uploadProtocol: ResumableUploadProtocol = .tus,
+                             _ change: (inout UploadConfiguration) -> Void = { _ in }) -> UploadMachine {
+            var configuration = UploadConfiguration()
+            configuration.uploadProtocol = uploadProtocol
+            configuration.chunkSize = chunk
+            configuration.retryDelay = .milliseconds(100)
+            configuration.maximumRetryDelay = .milliseconds(350)
+            configuration.jitter = 0
+            change(&configuration)
+            return UploadMachine(length: length, configuration: configuration)
+        }
+
+        private func discovery(_ fields: [String: String]) -> UploadMachine.Answer {
+            var answer = UploadMachine.Answer.status(204)
+            answer.discovery = TusDiscovery { fields[$0] }
+            return answer
+        }
+
+        @Test func tusDiscoversCreatesWithTheFirstChunkThenAppendsFromTheServersOffset() {
+            var machine = machine()
+            #expect(machine.start() == .request(.discover))
+            let extensions = ["Tus-Version": "1.0.0", "Tus-Extension": "creation,creation-with-upload,checksum",
+                              "Tus-Checksum-Algorithm": "md5,sha1"]
+            #expect(machine.answered(.discover, discovery(extensions), jitter: 0) == .request(.create(count: 40)))
+            #expect(machine.checksumAlgorithm == .sha1)
+            #expect(machine.answered(.create(count: 40), .status(201, offset: 40, location: url), jitter: 0)
+                    == .request(.append(offset: 40, count: 40)))
+            #expect(machine.answered(.append(offset: 40, count: 40), .status(204, offset: 80), jitter: 0)
+                    == .request(.append(offset: 80, count: 20)))
+            #expect(machine.answered(.append(offset: 80, count: 20), .status(204, offset: 100), jitter: 0) == .finish(.completed))
+            #expect(machine.sentBound == 100)
+        }
+
+        @Test func discoveryRefusesWhatTheUploadCannotUse() {
+            var old = machine()
+            _ = old.start()
+            #expect(old.answered(.discover, discovery(["Tus-Version": "0.2.2", "Tus-Extension": "creation"]), jitter: 0)
+                    == .finish(.failed(.unsupportedServer("Tus-Version 0.2.2 lacks 1.0.0"))))
+            var small = machine()
+            _ = small.start()
+            #expect(small.answered(.discover, discovery(["Tus-Version": "1.0.0", "Tus-Extension": "creation", "Tus-Max-Size": "99"]),
+                                   jitter: 0) == .finish(.failed(.tooLarge(length: 100, limit: 99))))
+            // A server that refuses OPTIONS gets core and creation only: no data with the creation.
+            var plain = machine()
+            _ = plain.start()
+            #expect(plain.answered(.discover, .status(405), jitter: 0) == .request(.create(count: 0)))
+        }
+
+        @Test func aDropWaitsDoublingThenAsksTheOffsetAndA409AsksAtOnce() {
+            var machine = machine()
+            _ = machine.start()
+            _ = machine.answered(.discover, .status(405), jitter: 0)
+            #expect(machine.answered(.create(count: 0), .status(201, location: url), jitter: 0) == .request(.append(offset: 0, count: 40)))
+            #expect(machine.answered(.append(offset: 0, count: 40), .dropped, jitter: 0) == .wait(.milliseconds(100)))
+            #expect(machine.waited() == .request(.queryOffset))
+            #expect(machine.answered(.queryOffset, .dropped, jitter: 0) == .wait(.milliseconds(200)))
+            #expect(machine.waited() == .request(.queryOffset))
+            #expect(machine.answered(.queryOffset, .status(503), jitter: 0) == .wait(.milliseconds(350)))
+            #expect(machine.waited() == .request(.queryOffset))
+            #expect(machine.answered(.queryOffset, .status(200, offset: 25), jitter: 0) == .request(.append(offset: 25, count: 40)))
+            // Progress reset the count; a 409 asks again without a wait.
+            #expect(machine.failures == 0)
+            #expect(machine.answered(.append(offset: 25, count: 40), .status(409), jitter: 0) == .request(.queryOffset))
+        }
+
+        @Test func offsetsThatCannotBeTrueAreTypedErrors() {
+            func after(_ answer: UploadMachine.Answer) -> UploadMachine.Action {
+                var machine = machine()
+                _ = machine.start()
+                _ = machine.answered(.discover, .status(405), jitter: 0)
+                _ = machine.answered(.create(count: 0), .status(201, location: url), jitter: 0)
+                _ = machine.answered(.append(offset: 0, count: 40), .status(204, offset: 40), jitter: 0)
+                _ = machine.answered(.append(offset: 40, count: 40), .dropped, jitter: 0)
+                _ = machine.waited()
+                return machine.answered(.queryOffset, answer, jitter: 0)
+            }
+            #expect(after(.status(200, offset: 101)) == .finish(.failed(.offsetBeyondLength(reported: 101, length: 100))))
+            #expect(after(.status(200, offset: 81)) == .finish(.failed(.offsetAhead(reported: 81, sent: 80))))
+            #expect(after(.status(200, offset: 39)) == .finish(.failed(.offsetBehind(reported: 39, acknowledged: 40))))
+            #expect(after(.status(200)) == .finish(.failed(.invalidAnswer("the offset request's answer has no valid Upload-Offset"))))
+            #expect(after(.status(410)) == .finish(.failed(.uploadGone(status: 410))))
+            #expect(after(.status(200, offset: 80)) == .request(.append(offset: 80, count: 20)))
+        }
+
+        @Test func anAppendThatKeepsNothingIsAFailureAndFailuresRunOut() {
+            var machine = machine { $0.maximumConsecutiveFailures = 2 }
+            _ = machine.start()
+            _ = machine.answered(.discover, .status(405), jitter: 0)
+            _ = machine.answered(.create(count: 0), .status(201, location: url), jitter: 0)
+            #expect(machine.answered(.append(offset: 0, count: 40), .status(204, offset: 0), jitter: 0) == .wait(.milliseconds(100)))
+            _ = machine.waited()
+            #expect(machine.answered(.queryOffset, .status(500), jitter: 0) == .wait(.milliseconds(200)))
+            _ = machine.waited()
+            #expect(machine.answered(.queryOffset, .status(500), jitter: 0) == .finish(.retriesExhausted(attempts: 3)))
+        }
+
+        @Test func theDraftCompletesOnlyWhenTheServerSaysSo() {
+            var machine = machine(length: 30, .ietfDraft)
+            #expect(machine.start() == .request(.create(count: 30)))
+            machine.learnedLocation(url)
+            // The creation's answer was lost after its 104: the offset is asked of the upload.
+            #expect(machine.answered(.create(count: 30), .dropped, jitter: 0) == .wait(.milliseconds(100)))
+            #expect(machine.waited() == .request(.queryOffset))
+            // Every byte arrived but the upload is not complete: an empty append completes it.
+            #expect(machine.answered(.queryOffset, .status(204, offset: 30, complete: false), jitter: 0)
+                    == .request(.append(offset: 30, count: 0)))
+            #expect(machine.answered(.append(offset: 30, count: 0), .status(204, offset: 30, complete: true), jitter: 0)
+                    == .finish(.completed))
+        }
+
+        @Test func pauseResumeAndCancel() {
+            var machine = machine()
+            _ = machine.start()
+            _ = machine.answered(.discover, .status(405), jitter: 0)
+            _ = machine.answered(.create(count: 0), .status(201, location: url), jitter: 0)
+            let paused = machine.pause()
+            #expect(paused)
+            #expect(machine.answered(.append(offset: 0, count: 40), .dropped, jitter: 0) == .awaitResume)
+            #expect(machine.failures == 0)
+            let resumed = machine.resume()
+            #expect(resumed)
+            #expect(machine.waited() == .request(.queryOffset))
+            let cancelled = machine.cancel(), cancelledAgain = machine.cancel()
+            #expect(cancelled && !cancelledAgain)
+            #expect(machine.answered(.queryOffset, .dropped, jitter: 0) == .finish(.cancelled))
+
+            var terminating = self.machine { $0.terminatesOnCancel = true }
+            _ = terminating.start()
+            _ = terminating.answered(.discover, .status(405), jitter: 0)
+            _ = terminating.answered(.create(count: 0), .status(201, location: url), jitter: 0)
+            let terminatingCancelled = terminating.cancel()
+            #expect(terminatingCancelled)
+            #expect(terminating.answered(.append(offset: 0, count: 40), .dropped, jitter: 0) == .request(.terminate))
+            #expect(terminating.answered(.terminate, .status(204), jitter: 0) == .finish(.cancelled))
+        }
+
+        @Test func resumeDataAsksTheOffsetBeforeAnyByte() {
+            var configuration = UploadConfiguration()
+            configuration.chunkSize = 40
+            var machine = UploadMachine(length: 100, configuration: configuration, uploadURL: url, acknowledged: 40, sentBound: 80,
+                                        checksumAlgorithm: nil)
+            #expect(machine.start() == .request(.queryOffset))
+            #expect(machine.answered(.queryOffset, .status(200, offset: 80), jitter: 0) == .request(.append(offset: 80, count: 20)))
+        }
+    }
+}
