@@ -85,67 +85,29 @@ struct Download: ParsableCommand {
 ///
 /// Not Sendable: made and cancelled on the thread that runs the command.
 final class ShutDownOnSignals {
-    private let sources: [any DispatchSourceSignal]
-    private let shuttingDown: DispatchSemaphore
-    private let started = Flag()
-
-    /// Set once, by the first signal.
-    final class Flag: Sendable {
-        private let value = Atomic<Bool>(false)
-
-        /// Sets the flag; true when it was not set before.
-        func set() -> Bool { !value.exchange(true, ordering: .relaxed) }
-
-        var isSet: Bool { value.load(ordering: .relaxed) }
-    }
+    private let watch: SignalWatch
 
     init(manager: HTTPRequestOperationManager, file: URL, display: ProgressDisplay) {
-        // A parent may have started us with these blocked (libdispatch's threads block them,
-        // and children inherit the mask); a blocked signal would never reach the source.
-        var unblock = sigset_t()
-        sigemptyset(&unblock)
-        sigaddset(&unblock, SIGINT)
-        sigaddset(&unblock, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
-        // Never signalled: the handler ends the process.
-        shuttingDown = DispatchSemaphore(value: 0)
-        let started = started
-        sources = [SIGINT, SIGTERM].map { number in
-            // Ignored first, so the default action does not end the process before dispatch
-            // hears about it.
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                guard started.set() else { return }
-                Task {
-                    // The process exits next: the network thread is stopped too, which closes
-                    // the connections curl keeps.
-                    let report = await manager.shutdown(gracePeriod: .zero, pauseDownloads: true, stoppingNetworkThread: true)
-                    display.interrupt()
-                    if let saved = report.pausedDownloads.first {
-                        say(stderr: "paused at byte \(saved.offset); resume data saved to "
-                            + "\(ResumeData.sidecarURL(for: file).lastPathComponent); run the same command to continue")
-                    } else {
-                        say(stderr: "stopped before the download was under way; run the same command to start it")
-                    }
-                    if report.networkThreadStopped { say(stderr: "network thread stopped") }
-                    Foundation.exit(130)
-                }
+        watch = SignalWatch {
+            // The process exits next: the network thread is stopped too, which closes the
+            // connections curl keeps.
+            let report = await manager.shutdown(gracePeriod: .zero, pauseDownloads: true, stoppingNetworkThread: true)
+            display.interrupt()
+            if let saved = report.pausedDownloads.first {
+                say(stderr: "paused at byte \(saved.offset); resume data saved to "
+                    + "\(ResumeData.sidecarURL(for: file).lastPathComponent); run the same command to continue")
+            } else {
+                say(stderr: "stopped before the download was under way; run the same command to start it")
             }
-            source.resume()
-            return source
+            if report.networkThreadStopped { say(stderr: "network thread stopped") }
+            Foundation.exit(130)
         }
     }
 
     /// After a signal, waits for the handler to exit the process; returns at once otherwise.
-    func exitIfShuttingDown() {
-        guard started.isSet else { return }
-        shuttingDown.wait()
-    }
+    func exitIfShuttingDown() { watch.waitIfSignalled() }
 
-    func cancel() {
-        sources.forEach { $0.cancel() }
-    }
+    func cancel() { watch.cancel() }
 }
 
 /// Writes a line to stderr at once.

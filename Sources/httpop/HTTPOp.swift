@@ -8,7 +8,7 @@ struct HTTPOp: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "httpop",
         abstract: "HTTP requests and downloads through HTTPOperations (libcurl on one network thread).",
-        subcommands: [Get.self, Download.self, Events.self, Demo.self]
+        subcommands: [Get.self, Download.self, Upload.self, Events.self, Demo.self]
     )
 }
 

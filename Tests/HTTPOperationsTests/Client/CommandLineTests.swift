@@ -96,6 +96,38 @@ extension AllTests {
             #expect(!FileManager.default.fileExists(atPath: sidecar.path), "resume data removed once complete")
         }
 
+        @Test(arguments: ResumableUploadProtocol.allCases)
+        func uploadStopsOnASignalKeepsItsStateAndTheSameCommandFinishes(uploadProtocol: ResumableUploadProtocol) async throws {
+            // Every request answers after 40 ms: the upload is under way long enough to be stopped.
+            let stalls = Dictionary(uniqueKeysWithValues: (0..<200).map { ($0, UploadStore.Fault.stall(milliseconds: 40)) })
+            let run = try UploadRun(size: 600_000, seed: 7, protocol: uploadProtocol, faults: stalls)
+            let state = run.file.path + ".httpop-upload"
+            defer { try? FileManager.default.removeItem(atPath: state) }
+            let arguments = ["upload", run.file.path, run.creationURL.absoluteString, "--chunk-size", "16384",
+                             "--protocol", uploadProtocol == .tus ? "tus" : "ietf-draft"]
+            let first = try Run(arguments)
+            _ = try await offPool { first.readUntil("%") }
+            kill(first.process.processIdentifier, SIGINT)
+            let stopped = try await offPool { first.finish() }
+            #expect(stopped.status == 130, "\(stopped.stderr)")
+            #expect(stopped.stderr.contains("resume data saved to"), "\(stopped.stderr)")
+            let saved = try UploadResumeData(encoded: Data(contentsOf: URL(fileURLWithPath: state)))
+            #expect(saved.acknowledgedOffset < 600_000)
+
+            let output = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-upload-\(UUID()).out")
+            try #require(FileManager.default.createFile(atPath: output.path, contents: nil))
+            defer { try? FileManager.default.removeItem(at: output) }
+            let second = try Run(arguments, standardOutput: try FileHandle(forWritingTo: output))
+            let finished = try await offPool { second.finish() }
+            #expect(finished.status == 0, "\(finished.stderr)")
+            #expect(finished.stderr.contains("resuming \(saved.uploadURL.absoluteString)"))
+            let printed = try String(contentsOf: output, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(printed == saved.uploadURL.absoluteString)
+            #expect(run.uploads.count == 1)
+            #expect(run.uploads.first?.bytes == run.content)
+            #expect(!FileManager.default.fileExists(atPath: state), "the state file is removed once complete")
+        }
+
         @Test func continueWithoutResumeDataUsesTheFileSize() async throws {
             let size = 1_000_000
             let url = testServer.url(.resumable(size: size, options: ResumableOptions())).absoluteString
