@@ -33,6 +33,8 @@ final class UploadExchange {
     private var held: Data?
     private var overflowed = false
     private var closed = false
+    /// Bytes this request added to its upload so far.
+    private var kept = 0
 
     /// The exchange for `head`, or nil when its path is not an upload route.
     init?(_ head: HTTPRequestHead, store: UploadStore) {
@@ -71,6 +73,12 @@ final class UploadExchange {
             if !options.checksumAlgorithms.isEmpty { fields.append(("Tus-Checksum-Algorithm", options.checksumAlgorithms.joined(separator: ","))) }
             if let maximum = options.maximumSize { fields.append(("Tus-Max-Size", "\(maximum)")) }
             return .answer(204, fields)
+        case (.OPTIONS, nil):
+            guard options.advertisesUploadLimit else { return .answer(405, []) }
+            var limits = ["min-size=0"]
+            if let maximum = options.maximumSize { limits.append("max-size=\(maximum)") }
+            if let most = options.maximumAppendSize { limits.append("max-append-size=\(most)") }
+            return .answer(204, [("Upload-Limit", limits.joined(separator: ", "))])
         case (.POST, nil):
             guard let length = field("Upload-Length").flatMap(Int64.init), length >= 0 else { return .answer(400, []) }
             if let maximum = options.maximumSize, length > maximum { return .answer(413, []) }
@@ -138,16 +146,29 @@ final class UploadExchange {
         } else {
             keep(bytes, in: id)
         }
-        if case .dropAfter(let limit) = fault, received >= limit { drop(context) }
+        if case .dropAfter(let limit) = fault, received >= limit { return drop(context) }
+        if stale { drop(context) }
     }
 
+    /// Appends `bytes` where this request left off, unless another request appended meanwhile
+    /// (a client's abandoned request still arriving while its next one runs): a real server locks
+    /// its upload; this one refuses the stale request and closes its connection.
     private func keep(_ bytes: Data, in id: String) {
-        _ = store.withUpload(id) { upload in
+        guard case .keep(_, let offset, _) = plan else { return }
+        let fresh = store.withUpload(id) { upload -> Bool in
+            guard Int64(upload.bytes.count) == offset + Int64(kept) else { return false }
             let room = Int(upload.length) - upload.bytes.count
             if bytes.count > room { overflowed = true }
-            upload.bytes.append(bytes.prefix(max(0, room)))
-        }
+            let taken = bytes.prefix(max(0, room))
+            upload.bytes.append(taken)
+            kept += taken.count
+            return true
+        } ?? false
+        if !fresh { stale = true }
     }
+
+    /// Set when another request appended to the upload while this one ran.
+    private var stale = false
 
     /// The request ended: answer (or carry out the fault).
     func finished(_ context: ChannelHandlerContext, router: RequestRouter) {
@@ -160,6 +181,7 @@ final class UploadExchange {
             (status, fields) = (dialect == .tus ? 200 : 204, offsetFields(of: id) + [("Cache-Control", "no-store")])
         case .keep(let id, _, let created):
             status = commit(into: id)
+            if stale { return drop(context) }
             if status < 300 || status == 409 {
                 fields = offsetFields(of: id)
                 if created { status = 201; fields.append(("Location", location(of: id))) }

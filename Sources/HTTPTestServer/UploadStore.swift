@@ -58,6 +58,11 @@ public final class UploadStore: Sendable {
         public var maximumSize: Int64?
         /// Sent as tus `Upload-Expires`, this long after creation.
         public var expiresAfter: TimeInterval? = 3_600
+        /// The draft: whether `OPTIONS` answers with `Upload-Limit` (a server known to resume);
+        /// false: 405, so the client sends the whole upload with its creation.
+        public var advertisesUploadLimit = true
+        /// The draft's `Upload-Limit` `max-append-size`.
+        public var maximumAppendSize: Int64?
         /// The defaults.
         public init() {}
     }

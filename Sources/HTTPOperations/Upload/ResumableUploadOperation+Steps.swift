@@ -22,7 +22,8 @@ extension ResumableUploadOperation {
     func run(from first: UploadMachine.Action) async {
         let reader: UploadReader
         do {
-            reader = UploadReader(source: source, identity: try await measuredSource())
+            let measured = try await measuredSource()
+            reader = UploadReader(source: source, stamp: measured?.1)
         } catch {
             return conclude(abandon(after: error))
         }
@@ -32,8 +33,12 @@ extension ResumableUploadOperation {
             case .request(let step):
                 action = await perform(step, reader: reader)
             case .wait(let delay):
+                // A pause or cancel that came before this point left the machine out of
+                // `.waiting` (its wake may already be spent): the phase tells.
                 let interruptions = state.withLock { $0.machine.interruptions }
-                await wakeup.sleep(for: delay) { state.withLock { $0.machine.interruptions != interruptions } }
+                await wakeup.sleep(for: delay) {
+                    state.withLock { $0.machine.interruptions != interruptions || $0.machine.phase != .waiting }
+                }
                 action = state.withLock { $0.machine.waited() }
             case .awaitResume:
                 await wakeup.wait(upTo: nil)
@@ -46,11 +51,14 @@ extension ResumableUploadOperation {
 
     /// The file's identity, measured off the network thread and the task pool (hashing a large
     /// file takes a while), and checked against the resume data's; nil for other sources.
-    private func measuredSource() async throws -> UploadFileIdentity? {
+    private func measuredSource() async throws -> (UploadFileIdentity, FileStamp)? {
         guard let url = source.fileURL else { return nil }
-        let identity = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<UploadFileIdentity, any Error>) in
+        // A cancel stops the hashing between two pieces.
+        let stopped: @Sendable () -> Bool = { [self] in state.withLock { $0.machine.isStopping } }
+        let (identity, stamp) = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<(UploadFileIdentity, FileStamp), any Error>) in
             DispatchQueue.global(qos: .utility).async {
-                continuation.resume(with: Result { try UploadFileIdentity.measure(url) })
+                continuation.resume(with: Result { try UploadFileIdentity.measure(url, stoppingWhen: stopped) })
             }
         }
         // The length was declared from the file's size when the operation was made (or when
@@ -58,7 +66,7 @@ extension ResumableUploadOperation {
         if let startedFrom, identity != startedFrom.file { throw UploadError(reason: .fileChanged(path: url.path), url: startedFrom.uploadURL) }
         if identity.size != totalBytes { throw UploadError(reason: .fileChanged(path: url.path), url: request.url) }
         state.withLock { $0.identity = identity }
-        return identity
+        return (identity, stamp)
     }
 
     /// Sends `step`'s request and asks the machine what comes next.
@@ -69,7 +77,12 @@ extension ResumableUploadOperation {
         case .discover, .queryOffset, .terminate: (0, 0)
         }
         var bytes: Data?
-        if count > 0 {
+        var streamed: StreamedRequestBody?
+        if count > max(1, configuration.chunkSize) {
+            // The draft's creation of a server not known to resume carries the whole upload:
+            // written in chunk-sized pieces as curl takes them, so memory stays flat.
+            streamed = Self.streamedBody(from: reader, count: count, piece: max(1, configuration.chunkSize))
+        } else if count > 0 {
             do {
                 bytes = try await reader.bytes(from: offset, count: count)
             } catch {
@@ -80,19 +93,24 @@ extension ResumableUploadOperation {
         // covers them.
         saveResumeData()
         let (uploadURL, checksum) = state.withLock { ($0.machine.uploadURL, $0.machine.checksumAlgorithm) }
-        let request = dialect.request(for: step, uploadURL: uploadURL, bytes: bytes, checksum: checksum)
+        var request = dialect.request(for: step, uploadURL: uploadURL, bytes: bytes, checksum: checksum)
+        if let streamed {
+            request.httpBody = nil
+            request.httpBodyStream = streamed
+        }
         let connection = connectionOperation(for: request)
         prepare(connection, for: step, sendingFrom: offset)
-        let opened = state.withLock { state -> Bool in
+        let opened = state.withLock { state -> Int? in
             let mayGo = state.machine.phase == .running || (step == .terminate && state.machine.phase == .cancelling)
-            guard mayGo else { return false }
+            guard mayGo else { return nil }
             state.connection = connection
             state.requests += 1
-            return true
+            return state.machine.interruptions
         }
-        guard opened else {
+        guard let sentAt = opened else {
+            // Paused, resumed or cancelled while the bytes were read: nothing was sent.
             connection.cancel()
-            return state.withLock { $0.machine.answered(step, .dropped, jitter: 0) }
+            return state.withLock { $0.machine.waited() }
         }
         let reply = await withCheckedContinuation { (continuation: CheckedContinuation<Reply, Never>) in
             connection.whenOutcomeKnown { [self] finished in
@@ -109,7 +127,7 @@ extension ResumableUploadOperation {
             state.connection = nil
             if let expires { state.expires = expires }
             let before = state.machine.acknowledged
-            let next = state.machine.answered(step, answer, jitter: jitter)
+            let next = state.machine.answered(step, answer, jitter: jitter, interruptedSince: sentAt)
             return (next, state.machine.acknowledged != before)
         }
         if progressed { reportProgress(acknowledgedOffset) }
@@ -151,7 +169,7 @@ extension ResumableUploadOperation {
         connection.setResponseSerializer(.data)
         connection.answerEveryStatus()
         let (handler, queue) = state.withLock { ($0.progressHandler, $0.completionQueue) }
-        if let handler, case .append = step {
+        if let handler, step.carriesBytes {
             let total = totalBytes
             connection.setUploadProgressBlock { [self] _, sent, _ in
                 (queue ?? .global()).async { handler(self, base + sent, total) }
@@ -164,6 +182,19 @@ extension ResumableUploadOperation {
                       let location = interim.value(forHTTPHeaderField: "Location"),
                       let url = URL(string: location, relativeTo: request.url) else { return }
                 state.withLock { $0.machine.learnedLocation(url.absoluteURL) }
+            }
+        }
+    }
+
+    /// A body of `count` bytes from the source's start, read `piece` bytes at a time as the
+    /// transfer takes them (sent again from the start if a redirect asks).
+    private static func streamedBody(from reader: UploadReader, count: Int, piece: Int) -> StreamedRequestBody {
+        StreamedRequestBody(length: Int64(count)) { writer in
+            var offset: Int64 = 0
+            while offset < Int64(count) {
+                let next = Int(min(Int64(piece), Int64(count) - offset))
+                try await writer.write(try await reader.bytes(from: offset, count: next))
+                offset += Int64(next)
             }
         }
     }
@@ -189,6 +220,12 @@ extension ResumableUploadOperation {
     /// that ran dry, an I/O error): no request follows.
     private func abandon(after error: any Error) -> UploadMachine.End {
         state.withLock { state in
+            // A cancel that stopped the source's reading (a stream's wait, a file's hashing)
+            // ends the upload as cancelled.
+            guard state.machine.phase != .cancelling else {
+                state.machine.abandon()
+                return .cancelled
+            }
             state.machine.abandon()
             if let error = error as? UploadError {
                 state.lastFailure = UploadError(reason: error.reason, url: state.machine.uploadURL ?? request.url,
@@ -196,8 +233,8 @@ extension ResumableUploadOperation {
             } else {
                 state.lastFailure = error
             }
+            return .transportFailed
         }
-        return .transportFailed
     }
 
     /// Ends the operation with `end`, once.
@@ -218,6 +255,7 @@ extension ResumableUploadOperation {
                 state.error = state.lastFailure ?? URLError(.badServerResponse, url: url, description: "The upload failed.")
             }
             state.connection = nil
+            state.loop = nil
             // The blocks may hold the operation or its manager: let go of them.
             state.makeConnection = nil
             state.resumeDataHandler = nil

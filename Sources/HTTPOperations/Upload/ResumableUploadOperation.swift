@@ -63,6 +63,8 @@ open class ResumableUploadOperation: Operation, @unchecked Sendable {
         var completed = false
         /// The resume data last handed to the handler.
         var savedResumeData: UploadResumeData?
+        /// The loop's task, cancelled by a cancel (a stream source's wait for bytes ends then).
+        var loop: Task<Void, Never>?
         /// Run once the operation finished (the async door's waits).
         var finishObservers: [@Sendable () -> Void] = []
     }
@@ -158,6 +160,9 @@ open class ResumableUploadOperation: Operation, @unchecked Sendable {
     public var totalBytes: Int64 { dialect.length }
     /// When the server said it will forget the upload (tus `Upload-Expires`), if it said.
     public var expires: Date? { state.withLock { $0.expires } }
+    /// Whether a cancel with ``UploadConfiguration/terminatesOnCancel`` deleted the upload on
+    /// the server (its `DELETE` answered 2xx, or 404/410: already gone).
+    public var isTerminated: Bool { state.withLock { $0.machine.terminated } }
     /// Whether the server holds the whole upload (the operation finished without an error).
     public var isCompleted: Bool { state.withLock { $0.completed } }
     /// How many requests were sent so far.
@@ -215,7 +220,12 @@ open class ResumableUploadOperation: Operation, @unchecked Sendable {
         switch start {
         case .run(let first, let keys):
             announce(phaseKeys: keys)
-            Task { await self.run(from: first) }
+            let loop = Task { await self.run(from: first) }
+            let cancelled = state.withLock { state -> Bool in
+                state.loop = loop
+                return state.machine.isStopping
+            }
+            if cancelled { loop.cancel() }
         case .resume:
             resume()
         case .ignore:
@@ -227,10 +237,11 @@ open class ResumableUploadOperation: Operation, @unchecked Sendable {
     /// operation finishes with `URLError(.cancelled)` (after deleting the upload on the server
     /// when ``UploadConfiguration/terminatesOnCancel`` says so).
     open override func cancel() {
-        let (interrupt, connection) = state.withLock { ($0.machine.cancel(), $0.connection) }
+        let (interrupt, connection, loop) = state.withLock { ($0.machine.cancel(), $0.connection, $0.loop) }
         super.cancel()
         guard interrupt else { return }
         connection?.cancel()
+        loop?.cancel()
         wakeup.wake()
     }
 

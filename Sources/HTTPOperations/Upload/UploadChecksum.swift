@@ -26,16 +26,22 @@ enum UploadChecksum {
     }
 }
 
-/// What a tus server's `OPTIONS` answer says it supports.
-struct TusDiscovery: Sendable, Equatable {
+/// What a server's `OPTIONS` answer says it supports: tus's `Tus-*` fields, or the IETF
+/// draft's `Upload-Limit`.
+struct UploadDiscovery: Sendable, Equatable {
     /// `Tus-Version`, in the server's order.
     var versions: [String] = []
     /// `Tus-Extension`.
     var extensions: Set<String> = []
-    /// `Tus-Max-Size`.
+    /// `Tus-Max-Size`, or `Upload-Limit`'s `max-size`.
     var maximumSize: Int64?
     /// `Tus-Checksum-Algorithm`.
     var checksumAlgorithms: [String] = []
+    /// Whether the answer carried the draft's `Upload-Limit` (which a server that supports
+    /// resumable uploads must send): only then may a creation say `Upload-Complete: ?0`.
+    var advertisesUploadLimit = false
+    /// `Upload-Limit`'s `max-append-size`: the most bytes one request may carry.
+    var maximumAppendSize: Int64?
 
     /// Reads the fields from an answer's header value lookup.
     init(value: (String) -> String?) {
@@ -46,5 +52,18 @@ struct TusDiscovery: Sendable, Equatable {
         extensions = Set(list("Tus-Extension").map { $0.lowercased() })
         maximumSize = value("Tus-Max-Size").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
         checksumAlgorithms = list("Tus-Checksum-Algorithm")
+        if let limit = value("Upload-Limit") {
+            // A structured dictionary of integers; unknown keys are ignored, as the draft says.
+            advertisesUploadLimit = true
+            for member in limit.split(separator: ",") {
+                let pair = member.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard pair.count == 2, let number = Int64(pair[1]), number >= 0 else { continue }
+                switch pair[0] {
+                case "max-size": maximumSize = number
+                case "max-append-size": maximumAppendSize = number
+                default: break
+                }
+            }
+        }
     }
 }

@@ -63,7 +63,19 @@ struct UploadDialect: Sendable {
         } else {
             request.setValue(Self.ietfInteropVersion, forHTTPHeaderField: "Upload-Draft-Interop-Version")
         }
+        // The server names the upload's URL: credentials given for the creation endpoint do not
+        // follow it to another origin (as a redirect's would not).
+        if let url = request.url, !Self.sameOrigin(url, template.url) {
+            for name in ["Authorization", "Proxy-Authorization", "Cookie"] { request.setValue(nil, forHTTPHeaderField: name) }
+        }
         return request
+    }
+
+    private static func sameOrigin(_ first: URL, _ second: URL?) -> Bool {
+        guard let second else { return false }
+        func port(_ url: URL) -> Int? { url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil) }
+        return first.scheme?.lowercased() == second.scheme?.lowercased() && first.host?.lowercased() == second.host?.lowercased()
+            && port(first) == port(second)
     }
 
     private func attach(_ bytes: Data, to request: inout URLRequest, checksum: UploadChecksum.Algorithm?, firstOfCreation: Bool) {
@@ -95,13 +107,14 @@ struct UploadDialect: Sendable {
                 value: (String) -> String?) -> UploadMachine.Answer {
         var answer = UploadMachine.Answer.status(status)
         answer.offset = value("Upload-Offset").flatMap(Self.offset)
+        answer.length = value("Upload-Length").flatMap(Self.offset)
         if let location = value("Location"), let url = URL(string: location, relativeTo: requestURL) {
             answer.location = url.absoluteURL
         }
         if uploadProtocol == .ietfDraft {
             answer.complete = value("Upload-Complete").flatMap(Self.structuredBoolean)
         }
-        if step == .discover { answer.discovery = TusDiscovery(value: value) }
+        if step == .discover { answer.discovery = UploadDiscovery(value: value) }
         return answer
     }
 

@@ -13,7 +13,7 @@ import Foundation
 struct UploadMachine: Sendable {
     /// The requests of the protocols.
     enum Step: Sendable, Equatable {
-        /// tus `OPTIONS`: what the server supports.
+        /// `OPTIONS`: what the server supports (tus's extensions, the draft's `Upload-Limit`).
         case discover
         /// `POST` to the creation URL, carrying the source's first `count` bytes (0: none).
         case create(count: Int)
@@ -23,6 +23,14 @@ struct UploadMachine: Sendable {
         case append(offset: Int64, count: Int)
         /// `DELETE` of the upload (a cancel that terminates).
         case terminate
+
+        /// Whether the request carries bytes of the source.
+        var carriesBytes: Bool {
+            switch self {
+            case .create(let count), .append(_, let count): count > 0
+            case .discover, .queryOffset, .terminate: false
+            }
+        }
     }
 
     /// What the operation does next.
@@ -57,9 +65,11 @@ struct UploadMachine: Sendable {
         var offset: Int64?
         /// The IETF draft's `Upload-Complete`.
         var complete: Bool?
+        /// `Upload-Length`, when the answer names it.
+        var length: Int64?
         var location: URL?
-        /// What the tus `OPTIONS` answer said.
-        var discovery: TusDiscovery?
+        /// What the `OPTIONS` answer said.
+        var discovery: UploadDiscovery?
         /// A transport failure that retries may cure (a drop, a timeout).
         var failedTransiently = false
         /// A transport failure no retry cures.
@@ -85,8 +95,18 @@ struct UploadMachine: Sendable {
     private(set) var interruptions = 0
     /// Whether a creation may carry data (tus: the server advertised creation-with-upload).
     private(set) var createsWithData: Bool
+    /// The most bytes one request carries: the configuration's chunk size, or less when the
+    /// draft's `Upload-Limit` says so.
+    private(set) var appendSize: Int
+    /// The draft: whether the server is known to support resumable uploads (its `OPTIONS`
+    /// answer carried `Upload-Limit`). Until then a creation carries the whole upload and says
+    /// `Upload-Complete: ?1`: a server that does not resume stores the whole file, never a part
+    /// taken for the whole.
+    private(set) var serverResumes = false
     /// The checksum algorithm each tus append names, once discovery chose one.
     private(set) var checksumAlgorithm: UploadChecksum.Algorithm?
+    /// Whether a terminating cancel's `DELETE` was answered as done (2xx, or 404/410: gone).
+    private(set) var terminated = false
 
     /// An upload not yet created.
     init(length: Int64, configuration: UploadConfiguration) {
@@ -95,6 +115,7 @@ struct UploadMachine: Sendable {
         acknowledged = 0
         sentBound = 0
         createsWithData = configuration.uploadProtocol == .ietfDraft && configuration.sendsDataWithCreation
+        appendSize = max(1, configuration.chunkSize)
     }
 
     /// An upload created earlier (resume data): its offset is asked again before any byte.
@@ -133,14 +154,18 @@ struct UploadMachine: Sendable {
     /// After a start, a wait or a resume: the offset is asked whenever the upload exists.
     private mutating func nextAfterResume() -> Action {
         if uploadURL != nil { return .request(.queryOffset) }
-        if configuration.uploadProtocol == .tus, !discovered { return .request(.discover) }
+        if !discovered { return .request(.discover) }
         return creation()
     }
 
     private var discovered = false
 
     private mutating func creation() -> Action {
-        let count = createsWithData ? Int(min(Int64(configuration.chunkSize), length)) : 0
+        let count: Int = if configuration.uploadProtocol == .ietfDraft, !serverResumes {
+            Int(length)
+        } else {
+            createsWithData ? Int(min(Int64(appendSize), length)) : 0
+        }
         sentBound = max(sentBound, Int64(count))
         return .request(.create(count: count))
     }
@@ -151,14 +176,25 @@ struct UploadMachine: Sendable {
     }
 
     /// `step`'s answer. `jitter` is drawn in 0..<1 by the caller (tests pass their own).
-    mutating func answered(_ step: Step, _ answer: Answer, jitter: Double) -> Action {
+    /// `interruptedSince`: ``interruptions`` when the request was sent; a failure of a request
+    /// that a pause (and a resume) interrupted since is neither counted nor final: the offset
+    /// is asked.
+    mutating func answered(_ step: Step, _ answer: Answer, jitter: Double, interruptedSince sent: Int? = nil) -> Action {
         switch phase {
         case .cancelling:
-            if step == .terminate { return finish(.cancelled) }
+            if step == .terminate {
+                terminated = answer.status.map { (200..<300).contains($0) || $0 == 404 || $0 == 410 } ?? false
+                return finish(.cancelled)
+            }
             return stopAfterCancel()
         case .paused: return .awaitResume
         case .finished: return .finish(.cancelled)
         case .idle, .running, .waiting: break
+        }
+        let failedWithoutAnswer = answer.failedForGood || answer.failedTransiently || answer.status == nil
+        if failedWithoutAnswer, let sent, sent != interruptions {
+            phase = .running
+            return nextAfterResume()
         }
         if answer.failedForGood { return finish(.transportFailed) }
         guard let status = answer.status, !answer.failedTransiently else { return failed(jitter: jitter) }
@@ -193,51 +229,83 @@ struct UploadMachine: Sendable {
                 return finish(.failed(.invalidAnswer("the creation's answer has no Location")))
             }
             uploadURL = location
-            if let offset = answer.offset { return accept(offset, complete: answer.complete) }
+            if let offset = answer.offset { return accept(offset, answer, after: step, jitter: jitter) }
+            if saysComplete(step), answer.complete != false { return finish(.completed) }
             // No offset: with no data sent the server holds none; with data, ask.
             return count == 0 ? append(from: 0) : .request(.queryOffset)
         case .queryOffset:
             guard let offset = answer.offset else {
                 return finish(.failed(.invalidAnswer("the offset request's answer has no valid Upload-Offset")))
             }
-            return accept(offset, complete: answer.complete)
+            return accept(offset, answer, after: step, jitter: jitter)
         case .append(let offset, let count):
-            // An answer without an offset (the IETF draft's last append may have none) is
-            // followed by asking for it. One with fewer bytes than sent is believed: a server may
+            // A success to the draft's completing append may name no offset (draft 05's own
+            // examples): the server took the whole upload. Any other answer without an offset
+            // counts as a failure and asks for it (so a server that never says cannot make the
+            // upload alternate for ever). One with fewer bytes than sent is believed: a server may
             // keep less (the rest goes again); more than sent is caught by `accept`; none kept
-            // counts as a failure (a server that never keeps a byte must not loop for ever).
-            guard let reported = answer.offset else { return .request(.queryOffset) }
+            // counts as a failure.
+            guard let reported = answer.offset else {
+                if saysComplete(step), answer.complete != false { return finish(.completed) }
+                return failed(jitter: jitter, wait: false)
+            }
             if count > 0, reported == offset, reported == acknowledged { return failed(jitter: jitter) }
-            return accept(reported, complete: answer.complete)
+            return accept(reported, answer, after: step, jitter: jitter)
         case .terminate:
             return finish(.cancelled)
         }
     }
 
-    /// Checks an offset the server reported and goes on from it.
-    private mutating func accept(_ offset: Int64, complete: Bool?) -> Action {
+    /// Whether `step` told the server (the IETF draft's `Upload-Complete: ?1`) that it ends
+    /// the upload.
+    private func saysComplete(_ step: Step) -> Bool {
+        guard configuration.uploadProtocol == .ietfDraft else { return false }
+        return switch step {
+        case .create(let count): Int64(count) == length
+        case .append(let offset, let count): offset + Int64(count) == length
+        case .discover, .queryOffset, .terminate: false
+        }
+    }
+
+    /// Checks an offset the server reported in `answer` to `step` and goes on from it.
+    private mutating func accept(_ offset: Int64, _ answer: UploadMachine.Answer, after step: Step, jitter: Double) -> Action {
+        if let declared = answer.length, declared != length {
+            return finish(.failed(.invalidAnswer("the server's Upload-Length is \(declared), not \(length)")))
+        }
         if offset > length { return finish(.failed(.offsetBeyondLength(reported: offset, length: length))) }
         if offset > sentBound { return finish(.failed(.offsetAhead(reported: offset, sent: sentBound))) }
         if offset < acknowledged { return finish(.failed(.offsetBehind(reported: offset, acknowledged: acknowledged))) }
         if offset > acknowledged { failures = 0 }
         acknowledged = offset
         if offset == length {
-            // The IETF draft: all bytes arrived, but the upload is complete only once said so.
-            if configuration.uploadProtocol == .ietfDraft, complete != true { return append(from: offset) }
-            return finish(.completed)
+            // The IETF draft: all bytes arrived, but the upload is complete only once said so
+            // (by `?1`, or by a success to a request that said `?1` and left the field out).
+            guard configuration.uploadProtocol == .ietfDraft else { return finish(.completed) }
+            if answer.complete == true || (answer.complete == nil && saysComplete(step)) { return finish(.completed) }
+            // An empty completing append that did not complete it is a failure, not a loop.
+            if case .append(_, 0) = step { return failed(jitter: jitter) }
+            return append(from: offset)
         }
         return append(from: offset)
     }
 
     private mutating func append(from offset: Int64) -> Action {
-        let count = Int(min(Int64(configuration.chunkSize), length - offset))
+        let count = Int(min(Int64(appendSize), length - offset))
         sentBound = max(sentBound, offset + Int64(count))
         return .request(.append(offset: offset, count: count))
     }
 
-    private mutating func afterDiscovery(_ discovery: TusDiscovery?) -> Action {
+    private mutating func afterDiscovery(_ discovery: UploadDiscovery?) -> Action {
         discovered = true
-        if let discovery {
+        if configuration.uploadProtocol == .ietfDraft {
+            guard let discovery, discovery.advertisesUploadLimit else { return creation() }
+            serverResumes = true
+            if let limit = discovery.maximumSize, length > limit { return finish(.failed(.tooLarge(length: length, limit: limit))) }
+            if let most = discovery.maximumAppendSize, most > 0 { appendSize = Int(min(Int64(appendSize), most)) }
+            return creation()
+        }
+        // An answer with no tus field at all (a proxy's answer to OPTIONS) is no discovery.
+        if let discovery, !(discovery.versions.isEmpty && discovery.extensions.isEmpty) {
             if !discovery.versions.isEmpty, !discovery.versions.contains("1.0.0") {
                 return finish(.failed(.unsupportedServer("Tus-Version \(discovery.versions.joined(separator: ",")) lacks 1.0.0")))
             }

@@ -5,13 +5,14 @@ import Foundation
 ///
 /// - ``file(_:)``: read in chunks at the offsets the server asks for, so memory stays flat
 ///   whatever the size; the file's identity (size, modification time, SHA-256 of its content)
-///   is taken when the upload begins and checked around every chunk read, so a file that
-///   changes is a ``UploadError/Reason/fileChanged(path:)``, never a spliced upload. Only a
-///   file upload has resume data (it can be read again after a restart).
+///   is taken when the upload begins, and its size, modification time, status-change time and
+///   inode are checked around every chunk read (a write restores no status-change time), so a
+///   file that changes is a ``UploadError/Reason/fileChanged(path:)``, never a spliced upload.
+///   Only a file upload has resume data (it can be read again after a restart).
 /// - ``data(_:)``: bytes in memory.
 /// - ``stream(length:_:)``: an async sequence of chunks, read once; only the bytes the server
 ///   has not acknowledged are kept, so a drop resumes from the server's offset as long as it is
-///   not below them.
+///   not below them. A cancel ends a wait for the next chunk.
 public struct UploadSource: Sendable {
     enum Kind: Sendable {
         case file(URL)
@@ -26,7 +27,8 @@ public struct UploadSource: Sendable {
     /// `data`, from memory.
     public static func data(_ data: Data) -> UploadSource { UploadSource(kind: .data(data)) }
     /// Exactly `length` bytes from `chunks`, in order (the protocols declare the length when the
-    /// upload is created). A stream that ends early or goes on past `length` fails the upload.
+    /// upload is created). A stream that ends early, or whose chunk reaches past `length`, fails
+    /// the upload; once `length` bytes were read, the stream is not read further.
     public static func stream(length: Int64, _ chunks: AsyncThrowingStream<Data, any Error>) -> UploadSource {
         UploadSource(kind: .stream(length: length, chunks))
     }
@@ -47,31 +49,34 @@ public struct UploadFileIdentity: Sendable, Hashable, Codable {
     /// The SHA-256 of the whole content, lowercase hex.
     public var sha256: String
 
-    /// Reads `url` whole (in 1 MiB pieces) to take its identity.
-    static func measure(_ url: URL) throws -> UploadFileIdentity {
+    /// Reads `url` whole (in 1 MiB pieces) to take its identity, and the stamp every chunk read
+    /// is checked against; `stopped` is asked between pieces (a cancel need not wait for the
+    /// whole file).
+    static func measure(_ url: URL, stoppingWhen stopped: () -> Bool = { false }) throws -> (UploadFileIdentity, FileStamp) {
         let before = try FileStamp(url)
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
         var hasher = SHA256()
-        while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty { hasher.update(data: piece) }
+        while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty {
+            if stopped() { throw CancellationError() }
+            hasher.update(data: piece)
+        }
         // A file written while it was hashed has no identity to promise.
         guard try FileStamp(url) == before else { throw UploadError(reason: .fileChanged(path: url.path)) }
         let digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
-        return UploadFileIdentity(size: before.size, modificationNanoseconds: before.modified, sha256: digest)
+        return (UploadFileIdentity(size: before.size, modificationNanoseconds: before.modified, sha256: digest), before)
     }
 
-    /// Whether the file's size and modification time still match (the cheap check made around
-    /// every chunk; the digest is checked when an upload resumes from resume data).
-    func stampMatches(_ url: URL) -> Bool {
-        guard let stamp = try? FileStamp(url) else { return false }
-        return stamp.size == size && stamp.modified == modificationNanoseconds
-    }
 }
 
-/// A file's size and modification time, from `stat`.
-struct FileStamp: Equatable {
+/// What `stat` says of a file that changes when its content does: size, modification time,
+/// status-change time (which no call can set back, unlike the modification time) and inode
+/// (a file replaced by another of the same name). Checked around every chunk read.
+struct FileStamp: Equatable, Sendable {
     let size: Int64
     let modified: Int64
+    let statusChanged: Int64
+    let inode: UInt64
 
     init(_ url: URL) throws {
         var info = stat()
@@ -80,32 +85,26 @@ struct FileStamp: Equatable {
         }
         size = Int64(info.st_size)
         modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        statusChanged = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+        inode = UInt64(info.st_ino)
     }
 }
 
 /// Reads a source's bytes for the upload's task (never on the network thread).
 actor UploadReader {
     private let source: UploadSource
-    /// The file's identity, for a file source (taken at the start, or from resume data).
-    let identity: UploadFileIdentity?
+    /// The file's stamp when its identity was taken: every chunk read is checked against it.
+    let stamp: FileStamp?
     /// A stream's bytes from `windowStart` on: read, not yet acknowledged.
     private var window = Data()
     private var windowStart: Int64 = 0
     private var iterator: AsyncThrowingStream<Data, any Error>.AsyncIterator?
 
-    init(source: UploadSource, identity: UploadFileIdentity?) {
+    init(source: UploadSource, stamp: FileStamp?) {
         self.source = source
-        self.identity = identity
+        self.stamp = stamp
     }
 
-    /// The source's length.
-    nonisolated static func length(of source: UploadSource, identity: UploadFileIdentity?) -> Int64 {
-        switch source.kind {
-        case .file: identity?.size ?? 0
-        case .data(let data): Int64(data.count)
-        case .stream(let length, _): length
-        }
-    }
 
     /// `count` bytes from `offset`.
     func bytes(from offset: Int64, count: Int) async throws -> Data {
@@ -122,13 +121,13 @@ actor UploadReader {
     }
 
     private func readFile(_ url: URL, from offset: Int64, count: Int) throws -> Data {
-        guard let identity, identity.stampMatches(url) else { throw UploadError(reason: .fileChanged(path: url.path)) }
+        guard let stamp, (try? FileStamp(url)) == stamp else { throw UploadError(reason: .fileChanged(path: url.path)) }
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
         try handle.seek(toOffset: UInt64(offset))
         let bytes = try handle.read(upToCount: count) ?? Data()
         // Checked again after the read: bytes read while the file changed are never sent.
-        guard bytes.count == count, identity.stampMatches(url) else { throw UploadError(reason: .fileChanged(path: url.path)) }
+        guard bytes.count == count, (try? FileStamp(url)) == stamp else { throw UploadError(reason: .fileChanged(path: url.path)) }
         return bytes
     }
 

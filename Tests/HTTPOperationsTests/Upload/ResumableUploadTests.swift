@@ -30,7 +30,7 @@ extension AllTests {
             #expect(run.progress.withLock { $0.last } == 200_000)
             // tus discovers first and sends the first chunk with the creation (creation-with-upload).
             let chunks = (200_000 + (16 << 10) - 1) / (16 << 10)
-            let expected = (uploadProtocol == .tus ? ["OPTIONS 204"] : []) + ["POST 201"] + Array(repeating: "PATCH 204", count: chunks - 1)
+            let expected = ["OPTIONS 204", "POST 201"] + Array(repeating: "PATCH 204", count: chunks - 1)
             #expect(run.log == expected)
             if uploadProtocol == .ietfDraft { #expect(upload.completeSaid) }
         }
@@ -50,7 +50,7 @@ extension AllTests {
 
         @Test(arguments: ResumableUploadProtocol.allCases)
         func aDropMidAppendResumesFromTheOffsetTheServerReports(uploadProtocol: ResumableUploadProtocol) async throws {
-            let first = uploadProtocol == .tus ? 1 : 0
+            let first = 1
             let run = try UploadRun(size: 100_000, protocol: uploadProtocol, options: {
                 var options = UploadStore.Options()
                 options.checksumAlgorithms = []
@@ -70,13 +70,45 @@ extension AllTests {
         }
 
         @Test func theDraftsCreationDroppedAfterIts104ResumesTheSameUpload() async throws {
-            let run = try UploadRun(size: 40_000, protocol: .ietfDraft, faults: [0: .dropAfter(bytes: 1_000)])
+            let run = try UploadRun(size: 40_000, protocol: .ietfDraft, faults: [1: .dropAfter(bytes: 1_000)])
             let operation = run.operation()
             try await finish(operation)
             #expect(operation.error == nil)
             #expect(run.uploads.count == 1, "a second upload was created: \(run.log)")
             #expect(run.uploads.first?.bytes == run.content)
-            #expect(run.log.prefix(2) == ["POST drop", "HEAD 204"])
+            #expect(run.log.prefix(3) == ["OPTIONS 204", "POST drop", "HEAD 204"])
+        }
+
+        /// Review finding 8: a server not known to resume (no `Upload-Limit`) gets the whole
+        /// upload with its creation, `Upload-Complete: ?1`, never a part taken for the whole;
+        /// dropped after its 104, it goes on with appends. One that limits appends gets no more.
+        @Test func theDraftSendsTheWholeUploadToAServerNotKnownToResumeAndHonoursUploadLimit() async throws {
+            var unknown = UploadStore.Options()
+            unknown.advertisesUploadLimit = false
+            let whole = try UploadRun(size: 100_000, protocol: .ietfDraft, options: unknown)
+            let wholeOperation = whole.operation()
+            try await finish(wholeOperation)
+            #expect(wholeOperation.error == nil)
+            #expect(whole.log == ["OPTIONS 405", "POST 201"])
+            #expect(whole.uploads.first?.bytes == whole.content)
+            #expect(whole.uploads.first?.completeSaid == true)
+
+            let dropped = try UploadRun(size: 100_000, protocol: .ietfDraft, options: unknown, faults: [1: .dropAfter(bytes: 30_000)])
+            let droppedOperation = dropped.operation()
+            try await finish(droppedOperation)
+            #expect(droppedOperation.error == nil)
+            #expect(dropped.uploads.count == 1)
+            #expect(dropped.uploads.first?.bytes == dropped.content)
+            #expect(dropped.log.prefix(3) == ["OPTIONS 405", "POST drop", "HEAD 204"])
+
+            var limited = UploadStore.Options()
+            limited.maximumAppendSize = 5_000
+            let small = try UploadRun(size: 20_000, protocol: .ietfDraft, options: limited)
+            let smallOperation = small.operation()
+            try await finish(smallOperation)
+            #expect(smallOperation.error == nil)
+            #expect(small.log == ["OPTIONS 204", "POST 201", "PATCH 204", "PATCH 204", "PATCH 204"])
+            #expect(small.uploads.first?.bytes == small.content)
         }
 
         @Test func offsetsThatCannotBeTrueEndTheUploadTyped() async throws {

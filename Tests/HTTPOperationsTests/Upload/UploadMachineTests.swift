@@ -22,7 +22,7 @@ extension AllTests {
 
         private func discovery(_ fields: [String: String]) -> UploadMachine.Answer {
             var answer = UploadMachine.Answer.status(204)
-            answer.discovery = TusDiscovery { fields[$0] }
+            answer.discovery = UploadDiscovery { fields[$0] }
             return answer
         }
 
@@ -106,7 +106,9 @@ extension AllTests {
 
         @Test func theDraftCompletesOnlyWhenTheServerSaysSo() {
             var machine = machine(length: 30, .ietfDraft)
-            #expect(machine.start() == .request(.create(count: 30)))
+            #expect(machine.start() == .request(.discover))
+            // No Upload-Limit: the server is not known to resume, the creation carries it all.
+            #expect(machine.answered(.discover, .status(405), jitter: 0) == .request(.create(count: 30)))
             machine.learnedLocation(url)
             // The creation's answer was lost after its 104: the offset is asked of the upload.
             #expect(machine.answered(.create(count: 30), .dropped, jitter: 0) == .wait(.milliseconds(100)))
@@ -116,6 +118,23 @@ extension AllTests {
                     == .request(.append(offset: 30, count: 0)))
             #expect(machine.answered(.append(offset: 30, count: 0), .status(204, offset: 30, complete: true), jitter: 0)
                     == .finish(.completed))
+        }
+
+        /// The draft: a server whose `OPTIONS` names `Upload-Limit` is known to resume, so the
+        /// creation carries one chunk (never more than its `max-append-size`); one that does not
+        /// gets the whole upload at once.
+        @Test func theDraftsDiscoveryDecidesTheCreationsSize() {
+            var known = machine(length: 100, chunk: 60, .ietfDraft)
+            _ = known.start()
+            var limit = UploadMachine.Answer.status(204)
+            limit.discovery = UploadDiscovery { $0 == "Upload-Limit" ? "min-size=0, max-append-size=25, future-key=1" : nil }
+            #expect(known.answered(.discover, limit, jitter: 0) == .request(.create(count: 25)))
+            #expect(known.answered(.create(count: 25), .status(201, offset: 25, location: url), jitter: 0)
+                    == .request(.append(offset: 25, count: 25)))
+            var tooBig = machine(length: 100, .ietfDraft)
+            _ = tooBig.start()
+            limit.discovery = UploadDiscovery { $0 == "Upload-Limit" ? "max-size=99" : nil }
+            #expect(tooBig.answered(.discover, limit, jitter: 0) == .finish(.failed(.tooLarge(length: 100, limit: 99))))
         }
 
         @Test func pauseResumeAndCancel() {
@@ -142,6 +161,82 @@ extension AllTests {
             #expect(terminatingCancelled)
             #expect(terminating.answered(.append(offset: 0, count: 40), .dropped, jitter: 0) == .request(.terminate))
             #expect(terminating.answered(.terminate, .status(204), jitter: 0) == .finish(.cancelled))
+        }
+
+        /// Review finding 1: draft 05 lets a successful answer to `Upload-Complete: ?1` leave the
+        /// field out (its own examples do); that answer completes the upload.
+        @Test func theDraftsLastAnswerWithoutUploadCompleteCompletes() {
+            var machine = machine(length: 100, chunk: 60, .ietfDraft)
+            _ = machine.start()
+            var limit = UploadMachine.Answer.status(204)
+            limit.discovery = UploadDiscovery { $0 == "Upload-Limit" ? "min-size=0" : nil }
+            #expect(machine.answered(.discover, limit, jitter: 0) == .request(.create(count: 60)))
+            #expect(machine.answered(.create(count: 60), .status(201, offset: 60, location: url), jitter: 0)
+                    == .request(.append(offset: 60, count: 40)))
+            #expect(machine.answered(.append(offset: 60, count: 40), .status(201, offset: 100), jitter: 0) == .finish(.completed))
+            // An offset request must say it: without `?1` the upload is not complete.
+            var asked = self.machine(length: 100, chunk: 100, .ietfDraft)
+            _ = asked.start()
+            #expect(asked.answered(.discover, .status(405), jitter: 0) == .request(.create(count: 100)))
+            asked.learnedLocation(url)
+            _ = asked.answered(.create(count: 100), .dropped, jitter: 0)
+            _ = asked.waited()
+            #expect(asked.answered(.queryOffset, .status(204, offset: 100), jitter: 0) == .request(.append(offset: 100, count: 0)))
+            // An empty completing append answered without completion is a failure, not a loop
+            // (the first in a row: the offset request before it showed progress).
+            #expect(asked.answered(.append(offset: 100, count: 0), .status(204, offset: 100, complete: false), jitter: 0)
+                    == .wait(.milliseconds(100)))
+            #expect(asked.failures == 1)
+        }
+
+        /// Review findings 2 and 4: a request's failure after a pause and a resume (its connection
+        /// was closed by the pause) is neither a failure nor the end: the offset is asked.
+        @Test func aRequestInterruptedByAPauseAndResumeAsksTheOffsetWithoutAFailure() {
+            var machine = machine()
+            _ = machine.start()
+            _ = machine.answered(.discover, .status(405), jitter: 0)
+            _ = machine.answered(.create(count: 0), .status(201, location: url), jitter: 0)
+            let sent = machine.interruptions
+            _ = machine.pause()
+            _ = machine.resume()
+            #expect(machine.answered(.append(offset: 0, count: 40), UploadMachine.Answer(failedForGood: true), jitter: 0,
+                                     interruptedSince: sent) == .request(.queryOffset))
+            #expect(machine.failures == 0)
+            let again = machine.interruptions
+            _ = machine.pause()
+            _ = machine.resume()
+            #expect(machine.answered(.queryOffset, .dropped, jitter: 0, interruptedSince: again) == .request(.queryOffset))
+            #expect(machine.failures == 0)
+        }
+
+        /// Review finding 7: appends answered without an offset, whose offset request shows no
+        /// progress, run out instead of alternating for ever.
+        @Test func appendsAnsweredWithoutAnOffsetAndNoProgressRunOut() {
+            var machine = machine { $0.maximumConsecutiveFailures = 3 }
+            _ = machine.start()
+            _ = machine.answered(.discover, .status(405), jitter: 0)
+            _ = machine.answered(.create(count: 0), .status(201, location: url), jitter: 0)
+            var action = UploadMachine.Action.request(.append(offset: 0, count: 40))
+            for _ in 0..<20 {
+                guard case .request(let step) = action else { break }
+                action = machine.answered(step, step == .queryOffset ? .status(200, offset: 0) : .status(204), jitter: 0)
+            }
+            #expect(action == .finish(.retriesExhausted(attempts: 4)))
+        }
+
+        /// Review finding 8: an `OPTIONS` answered 2xx without any tus field (a proxy's CORS
+        /// answer) is no discovery; and an offset request naming another length is refused.
+        @Test func aDiscoveryWithoutTusFieldsIsNoneAndAnotherLengthIsRefused() {
+            var machine = machine()
+            _ = machine.start()
+            #expect(machine.answered(.discover, .status(200), jitter: 0) == .request(.create(count: 0)))
+            _ = machine.answered(.create(count: 0), .status(201, location: url), jitter: 0)
+            _ = machine.answered(.append(offset: 0, count: 40), .dropped, jitter: 0)
+            _ = machine.waited()
+            var answer = UploadMachine.Answer.status(200, offset: 40)
+            answer.length = 99
+            #expect(machine.answered(.queryOffset, answer, jitter: 0)
+                    == .finish(.failed(.invalidAnswer("the server's Upload-Length is 99, not 100"))))
         }
 
         @Test func resumeDataAsksTheOffsetBeforeAnyByte() {
