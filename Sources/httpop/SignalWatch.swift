@@ -56,7 +56,9 @@ final class SignalWatch {
         handled.wait()
     }
 
+    /// Stops watching: the signals end the process again.
     func cancel() {
         sources.forEach { $0.cancel() }
+        for number in [SIGINT, SIGTERM] { signal(number, SIG_DFL) }
     }
 }

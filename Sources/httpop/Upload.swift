@@ -16,7 +16,9 @@ struct Upload: ParsableCommand {
         every request that sends bytes. On Ctrl-C (SIGINT) or SIGTERM the upload stops, the state \
         file stays and the command exits with status 130; the same command continues the upload \
         (a file that changed since is refused). Once complete, the state file is removed and the \
-        upload's URL is printed.
+        upload's URL is printed. After an error the upload cannot recover from (a changed file, \
+        an upload gone from the server, an answer that breaks the protocol) the state file is \
+        removed too; after failures in a row it stays, for the next run.
         """
     )
 
@@ -100,9 +102,16 @@ struct Upload: ParsableCommand {
                 try data.encoded().write(to: stateURL, options: .atomic)
                 say(stderr: "stopped at byte \(data.acknowledgedOffset) (confirmed by the server); resume data saved to "
                     + "\(stateURL.lastPathComponent); run the same command to continue")
+            } else if terminateOnCancel, operation.uploadURL != nil {
+                if operation.isTerminated {
+                    try? FileManager.default.removeItem(at: stateURL)
+                    say(stderr: "stopped; the upload was deleted on the server")
+                } else {
+                    say(stderr: "stopped; the server did not confirm the upload's deletion (the state file is kept)")
+                }
             } else {
                 try? FileManager.default.removeItem(at: stateURL)
-                say(stderr: terminateOnCancel ? "stopped; the upload was deleted on the server" : "stopped before the upload existed")
+                say(stderr: "stopped before the upload existed")
             }
             Foundation.exit(130)
         }
@@ -114,8 +123,9 @@ struct Upload: ParsableCommand {
             print(operation.uploadURL?.absoluteString ?? "")
             return
         }
-        if let error = operation.error as? UploadError, [.fileChanged, .uploadGone].contains(error.code) {
-            // Nothing to continue: the next run starts a new upload.
+        if let error = operation.error as? UploadError, error.code != .retriesExhausted {
+            // The upload cannot go on (the file changed, the upload is gone, the server broke the
+            // protocol): the next run starts a new one. After failures in a row, the state stays.
             try? FileManager.default.removeItem(at: stateURL)
         }
         CommandFailure(operation.error ?? URLError(.unknown)).exit()

@@ -35,7 +35,8 @@ import Synchronization
 open class ResumableUploadOperation: Operation, @unchecked Sendable {
     // @unchecked Sendable: every mutable field lives in `state`, one struct behind one Mutex;
     // the other stored properties are immutable and Sendable. Nothing is called out while the
-    // lock is held. (Foundation's `Operation` is itself `@unchecked Sendable`.)
+    // lock is held. (Foundation's `Operation` is itself `@unchecked Sendable`, and Swift 6 asks
+    // a subclass to restate it: the compiler checks no subclass either way.)
 
     /// Told how many bytes of ``totalBytes`` have gone (the server's offset after each
     /// acknowledgement, more while an append is sent; it goes back to the server's offset when
@@ -81,7 +82,7 @@ open class ResumableUploadOperation: Operation, @unchecked Sendable {
     /// How it sends and when it gives up.
     public let configuration: UploadConfiguration
     /// The resume data it started from, if any.
-    public let startedFrom: UploadResumeData?
+    let startedFrom: UploadResumeData?
 
     /// Creates an upload of `source` to the creation URL of `request`.
     ///
@@ -166,7 +167,7 @@ open class ResumableUploadOperation: Operation, @unchecked Sendable {
     /// Whether the server holds the whole upload (the operation finished without an error).
     public var isCompleted: Bool { state.withLock { $0.completed } }
     /// How many requests were sent so far.
-    public var requestCount: Int { state.withLock { $0.requests } }
+    var requestCount: Int { state.withLock { $0.requests } }
     /// Why the operation failed, once finished; nil while running and once complete.
     public var error: (any Error)? { state.withLock { $0.error } }
     /// Whether the operation is paused (started, neither executing nor finished).

@@ -11,21 +11,21 @@ import Foundation
 /// changed is ``UploadError/Reason/fileChanged(path:)``.
 public struct UploadResumeData: Sendable, Hashable, Codable {
     /// The format's version, for the readers of files written by an older one.
-    public var version = 1
+    var version = 1
     /// The protocol the upload speaks.
-    public var uploadProtocol: ResumableUploadProtocol
+    var uploadProtocol: ResumableUploadProtocol
     /// The upload's URL on the server.
     public var uploadURL: URL
     /// The file sent.
     public var fileURL: URL
     /// The file's identity when the upload began.
-    public var file: UploadFileIdentity
+    var file: UploadFileIdentity
     /// The offset the server last confirmed.
     public var acknowledgedOffset: Int64
     /// The end of every byte handed to a request so far: a server that reports more is lying.
-    public var sentOffset: Int64
+    var sentOffset: Int64
     /// The tus checksum algorithm the server and this client agreed on, if any.
-    public var checksumAlgorithm: String?
+    var checksumAlgorithm: String?
     /// When the server said it will forget the upload (tus `Upload-Expires`), if it said.
     public var expires: Date?
 

@@ -41,13 +41,13 @@ public struct UploadSource: Sendable {
 }
 
 /// A file's identity as an upload remembers it: what must still hold for its bytes to be sent.
-public struct UploadFileIdentity: Sendable, Hashable, Codable {
+struct UploadFileIdentity: Sendable, Hashable, Codable {
     /// The size in bytes.
-    public var size: Int64
+    var size: Int64
     /// The modification time, in nanoseconds since 1970.
-    public var modificationNanoseconds: Int64
+    var modificationNanoseconds: Int64
     /// The SHA-256 of the whole content, lowercase hex.
-    public var sha256: String
+    var sha256: String
 
     /// Reads `url` whole (in 1 MiB pieces) to take its identity, and the stamp every chunk read
     /// is checked against; `stopped` is asked between pieces (a cancel need not wait for the

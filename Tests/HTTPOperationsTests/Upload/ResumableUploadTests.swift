@@ -2,9 +2,13 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPOperations
+@testable import HTTPOperations
 import HTTPTestServer
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension AllTests {
     /// Resumable uploads over real HTTP, against the test server's tus and IETF-draft routes:
@@ -223,7 +227,11 @@ extension AllTests {
         }
 
         @Test func aStreamSourceResumesFromTheBytesItStillHolds() async throws {
-            let run = try UploadRun(size: 70_000, faults: [3: .dropAfter(bytes: 2_000)])
+            // No checksum: the dropped append keeps 2,000 of its bytes, so the upload goes on from
+            // the middle of the bytes the stream still holds.
+            var options = UploadStore.Options()
+            options.checksumAlgorithms = []
+            let run = try UploadRun(size: 70_000, options: options, faults: [3: .dropAfter(bytes: 2_000)])
             let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
             for start in stride(from: 0, to: run.content.count, by: 7_000) {
                 continuation.yield(run.content.subdata(in: start..<min(start + 7_000, run.content.count)))
@@ -233,7 +241,46 @@ extension AllTests {
             try await finish(operation)
             #expect(operation.error == nil)
             #expect(run.uploads.first?.bytes == run.content)
+            #expect(run.log.prefix(5) == ["OPTIONS 204", "POST 201", "PATCH 204", "PATCH drop", "HEAD 200"])
             #expect(operation.resumeData == nil)
+        }
+
+        /// Review finding 3: a cancel while the upload waits for a stream's next bytes ends it.
+        @Test func aCancelEndsAWaitForAStreamsBytes() async throws {
+            let run = try UploadRun(size: 50_000)
+            let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+            continuation.yield(run.content.prefix(10_000))
+            let operation = run.operation(source: .stream(length: 50_000, stream))
+            operation.start()
+            // The creation's first chunk needs 16 KiB; the stream gave 10,000 bytes and waits.
+            try await Task.sleep(for: .milliseconds(200))
+            operation.cancel()
+            try await waitUntilFinished(operation, timeout: .seconds(5))
+            #expect((operation.error as? URLError)?.code == .cancelled)
+            #expect(run.log == ["OPTIONS 204"])
+            continuation.finish()
+        }
+
+        /// Review finding 6: a file rewritten during the upload with its size and modification
+        /// time put back (as `touch -r` or `rsync -t` do) is refused at the next chunk.
+        @Test func aFileChangedWithItsModificationTimeRestoredIsRefused() async throws {
+            var options = UploadStore.Options()
+            options.checksumAlgorithms = []
+            let run = try UploadRun(size: 100_000, options: options, faults: [3: .stall(milliseconds: 300)], signalAt: 32 << 10)
+            let operation = run.operation()
+            operation.start()
+            try await run.reached.wait()
+            var before = stat()
+            #expect(stat(run.file.path, &before) == 0)
+            var altered = run.content
+            altered[90_000] ^= 0xFF
+            try altered.write(to: run.file)
+            var times = [before.st_atim, before.st_mtim]
+            #expect(utimensat(AT_FDCWD, run.file.path, &times, 0) == 0)
+            try await waitUntilFinished(operation)
+            #expect((operation.error as? UploadError)?.code == .fileChanged)
+            #expect(!operation.isCompleted)
+            #expect(run.content.starts(with: run.uploads.first?.bytes ?? Data()))
         }
 
         @Test func theManagersAsyncDoorReturnsTheUploadsURL() async throws {

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPOperations
+@testable import HTTPOperations
 import Testing
 
 extension AllTests {
