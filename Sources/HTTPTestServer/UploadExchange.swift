@@ -99,7 +99,7 @@ final class UploadExchange {
             if let refusal = gone(id) { return refusal }
             let type = tus ? "application/offset+octet-stream" : "application/partial-upload"
             guard field("Content-Type") == type else { return .answer(415, []) }
-            let (kept, said) = store.withUpload(id) { (Int64($0.bytes.count), $0.completeSaid) } ?? (0, false)
+            let (kept, said) = store.withUpload(id) { ($0.count, $0.completeSaid) } ?? (0, false)
             if said { return .answer(400, []) }
             guard let offset = field("Upload-Offset").flatMap(Int64.init), offset == kept else {
                 return .answer(409, tus ? [] : [("Upload-Offset", "\(kept)"), ("Upload-Complete", "?0")])
@@ -156,11 +156,11 @@ final class UploadExchange {
     private func keep(_ bytes: Data, in id: String) {
         guard case .keep(_, let offset, _) = plan else { return }
         let fresh = store.withUpload(id) { upload -> Bool in
-            guard Int64(upload.bytes.count) == offset + Int64(kept) else { return false }
-            let room = Int(upload.length) - upload.bytes.count
+            guard upload.count == offset + Int64(kept) else { return false }
+            let room = Int(upload.length - upload.count)
             if bytes.count > room { overflowed = true }
             let taken = bytes.prefix(max(0, room))
-            upload.bytes.append(taken)
+            upload.append(taken)
             kept += taken.count
             return true
         } ?? false
@@ -212,11 +212,11 @@ final class UploadExchange {
             guard Self.matches(held ?? Data(), checksum) else { return 460 }
             keep(held ?? Data(), in: id)
         }
-        if case .loseBytes(let count) = fault { _ = store.withUpload(id) { $0.bytes.removeLast(min(count, $0.bytes.count)) } }
+        if case .loseBytes(let count) = fault { _ = store.withUpload(id) { $0.lose(count) } }
         if overflowed { return 400 }
         if dialect == .ietf, field("Upload-Complete") == "?1" {
             let whole = store.withUpload(id) { upload -> Bool in
-                upload.completeSaid = Int64(upload.bytes.count) == upload.length
+                upload.completeSaid = upload.count == upload.length
                 return upload.completeSaid
             } ?? false
             if !whole { return 400 }
@@ -226,7 +226,7 @@ final class UploadExchange {
 
     private func offsetFields(of id: String) -> [(String, String)] {
         guard let upload = store.withUpload(id, { $0 }) else { return [] }
-        let kept = Int64(upload.bytes.count)
+        let kept = upload.count
         var offset = kept
         switch fault {
         case .reportOffset(let delta)?:

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Synchronization
 
@@ -63,20 +64,49 @@ public final class UploadStore: Sendable {
         public var advertisesUploadLimit = true
         /// The draft's `Upload-Limit` `max-append-size`.
         public var maximumAppendSize: Int64?
+        /// Whether the bytes are kept (``Upload/bytes``); false: only counted and hashed
+        /// (``Upload/sha256``), so that a test measuring the client's memory in the same
+        /// process does not measure the server's. `loseBytes` does nothing then.
+        public var keepsBytes = true
         /// The defaults.
         public init() {}
     }
 
     /// One upload, as the server holds it.
     public struct Upload: Sendable, Equatable {
+        public static func == (lhs: Upload, rhs: Upload) -> Bool {
+            lhs.id == rhs.id && lhs.count == rhs.count && lhs.bytes == rhs.bytes && lhs.completeSaid == rhs.completeSaid
+                && lhs.deleted == rhs.deleted && lhs.expired == rhs.expired
+        }
+
         /// Its id (the last path segment of its URL).
         public let id: String
         /// The collection it was created in.
         public let collection: String
         /// The declared length.
         public let length: Int64
-        /// The bytes kept.
+        /// The bytes kept (none when the collection's options keep none).
         public internal(set) var bytes = Data()
+        /// How many bytes the server holds.
+        public internal(set) var count: Int64 = 0
+        /// Whether ``bytes`` holds them, or only ``sha256`` describes them.
+        let keepsBytes: Bool
+        var hasher = SHA256()
+        /// The SHA-256 of the bytes held, lowercase hex (for a collection that keeps none).
+        public var sha256: String { hasher.finalize().map { String(format: "%02x", $0) }.joined() }
+
+        /// Adds `more` at the end.
+        mutating func append(_ more: Data) {
+            if keepsBytes { bytes.append(more) } else { hasher.update(data: more) }
+            count += Int64(more.count)
+        }
+
+        /// Forgets the last `lost` bytes (only where they are kept).
+        mutating func lose(_ lost: Int) {
+            guard keepsBytes else { return }
+            bytes.removeLast(min(lost, bytes.count))
+            count = Int64(bytes.count)
+        }
         /// The end of the furthest byte ever received (kept or not).
         public internal(set) var highestReceived: Int64 = 0
         /// The IETF draft: the client said the upload is complete.
@@ -152,7 +182,8 @@ public final class UploadStore: Sendable {
         state.withLock { state in
             state.nextID += 1
             let id = String(format: "u%06d", state.nextID)
-            state.uploads[id] = Upload(id: id, collection: collection, length: length, metadata: metadata)
+            let keeps = state.options[collection]?.keepsBytes ?? true
+            state.uploads[id] = Upload(id: id, collection: collection, length: length, keepsBytes: keeps, metadata: metadata)
             return id
         }
     }

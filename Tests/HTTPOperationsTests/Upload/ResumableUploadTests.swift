@@ -1,9 +1,11 @@
+import Crypto
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 @testable import HTTPOperations
 import HTTPTestServer
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -281,6 +283,48 @@ extension AllTests {
             #expect((operation.error as? UploadError)?.code == .fileChanged)
             #expect(!operation.isCompleted)
             #expect(run.content.starts(with: run.uploads.first?.bytes ?? Data()))
+        }
+
+        /// A 200 MiB file goes up in flat memory (read a chunk at a time), hashed once, and
+        /// arrives whole (the server here counts and hashes instead of keeping the bytes).
+        @Test(.enabled(if: residentMemoryIsMeaningful, "RSS under AddressSanitizer measures the sanitizer"))
+        func aLargeFileGoesUpInFlatMemory() async throws {
+            let size: Int64 = 200 << 20
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("httpop-tus-\(UUID()).bin")
+            defer { try? FileManager.default.removeItem(at: file) }
+            #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
+            let handle = try FileHandle(forWritingTo: file)
+            try handle.truncate(atOffset: UInt64(size))                 // sparse: no disk time, real reads
+            try handle.close()
+            let collection = "big\(UUID().uuidString.prefix(8).lowercased())"
+            var options = UploadStore.Options()
+            options.keepsBytes = false
+            options.checksumAlgorithms = []
+            testServer.uploads.configure(collection, options: options)
+            var configuration = UploadConfiguration()
+            configuration.chunkSize = 8 << 20
+            let creation = testServer.baseURL.appendingPathComponent("tus").appendingPathComponent(collection)
+            let operation = ResumableUploadOperation(request: URLRequest(url: creation, timeoutInterval: 30), source: .file(file),
+                                                     configuration: configuration)
+            let peakGrowth = Mutex(0)
+            try MemoryProbe.resetPeak()
+            let baseline = try MemoryProbe.residentBytes()
+            operation.setProgressHandler { _, _, _ in
+                peakGrowth.withLock { $0 = max($0, ((try? MemoryProbe.residentBytes()) ?? Int.max) - baseline) }
+            }
+            operation.start()
+            try await waitUntilFinished(operation, timeout: .seconds(120))
+            let growth = max(try MemoryProbe.peakBytes() - baseline, peakGrowth.withLock { $0 })
+            print("a 200 MiB tus upload in 8 MiB chunks: peak memory grew by \(growth >> 20) MiB")
+            #expect(operation.error == nil)
+            let upload = try #require(operation.uploadURL.flatMap { testServer.uploads.upload(at: $0) })
+            #expect(upload.count == size)
+            var zeros = SHA256()
+            let megabyte = Data(count: 1 << 20)
+            for _ in 0..<200 { zeros.update(data: megabyte) }
+            #expect(upload.sha256 == zeros.finalize().map { String(format: "%02x", $0) }.joined())
+            // An 8 MiB chunk is read, sent and let go, one at a time.
+            #expect(growth < 48 << 20, "peak memory grew by \(growth >> 20) MiB for a 200 MiB upload")
         }
 
         @Test func theManagersAsyncDoorReturnsTheUploadsURL() async throws {
