@@ -86,7 +86,7 @@ final class UploadExchange {
                 return .answer(tus && !options.creationWithUpload ? 400 : 415, [])
             }
             let id = store.create(in: collection, length: length, metadata: field("Upload-Metadata"))
-            if !tus {
+            if !tus, !options.plainEndpoint {
                 let interim = HTTPHeaders([("Location", location(of: id)), ("Upload-Draft-Interop-Version", "6")])
                 let status = HTTPResponseStatus.custom(code: 104, reasonPhrase: "Upload Resumption Supported")
                 InformationalResponseWriter.write(HTTPResponseHead(version: head.version, status: status, headers: interim), in: context)
@@ -147,7 +147,7 @@ final class UploadExchange {
             keep(bytes, in: id)
         }
         if case .dropAfter(let limit) = fault, received >= limit { return drop(context) }
-        if stale { drop(context) }
+        if stale { drop(context, as: "stale") }
     }
 
     /// Appends `bytes` where this request left off, unless another request appended meanwhile
@@ -181,8 +181,11 @@ final class UploadExchange {
             (status, fields) = (dialect == .tus ? 200 : 204, offsetFields(of: id) + [("Cache-Control", "no-store")])
         case .keep(let id, _, let created):
             status = commit(into: id)
-            if stale { return drop(context) }
-            if status < 300 || status == 409 {
+            if stale { return drop(context, as: "stale") }
+            if dialect == .ietf, created, options.plainEndpoint {
+                // A plain endpoint: it stored a representation, and says nothing of uploads.
+                status = status < 300 ? 200 : status
+            } else if status < 300 || status == 409 {
                 fields = offsetFields(of: id)
                 if created { status = 201; fields.append(("Location", location(of: id))) }
                 if dialect == .tus, let after = options.expiresAfter {
@@ -242,10 +245,10 @@ final class UploadExchange {
         return fields
     }
 
-    private func drop(_ context: ChannelHandlerContext) {
+    private func drop(_ context: ChannelHandlerContext, as outcome: String = "drop") {
         guard !closed else { return }
         closed = true
-        store.record(collection, "\(head.method.rawValue) drop")
+        store.record(collection, "\(head.method.rawValue) \(outcome)")
         context.close(promise: nil)
     }
 

@@ -62,6 +62,9 @@ public final class UploadStore: Sendable {
         /// The draft: whether `OPTIONS` answers with `Upload-Limit` (a server known to resume);
         /// false: 405, so the client sends the whole upload with its creation.
         public var advertisesUploadLimit = true
+        /// The draft: the collection is a plain endpoint that does not resume: no 104, and its
+        /// creation's answer is a 200 with no Location (the upload is still kept, for the test).
+        public var plainEndpoint = false
         /// The draft's `Upload-Limit` `max-append-size`.
         public var maximumAppendSize: Int64?
         /// Whether the bytes are kept (``Upload/bytes``); false: only counted and hashed
@@ -124,7 +127,8 @@ public final class UploadStore: Sendable {
         var options: [String: Options] = [:]
         var faults: [String: [Int: Fault]] = [:]
         var requestCounts: [String: Int] = [:]
-        /// Per collection: "METHOD status" of each request answered (a dropped one: "METHOD drop").
+        /// Per collection: "METHOD status" of each request answered (a dropped one: "METHOD drop";
+        /// an append refused because another appended meanwhile: "METHOD stale").
         var log: [String: [String]] = [:]
         var nextID = 0
     }
@@ -153,7 +157,8 @@ public final class UploadStore: Sendable {
         }
     }
 
-    /// What `collection`'s requests were answered ("METHOD status", "METHOD drop"), in order.
+    /// What `collection`'s requests were answered ("METHOD status", "METHOD drop", "METHOD
+    /// stale"), in order.
     public func log(of collection: String) -> [String] {
         state.withLock { $0.log[collection] ?? [] }
     }

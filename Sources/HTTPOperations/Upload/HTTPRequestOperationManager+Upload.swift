@@ -22,7 +22,8 @@ extension HTTPRequestOperationManager {
         prepared(ResumableUploadOperation(request: request, resumeData: resumeData, configuration: configuration))
     }
 
-    /// Uploads `source` and returns the upload's URL once the server holds all of it.
+    /// Uploads `source` and returns the upload's URL once the server holds all of it (the
+    /// creation endpoint's, when a server that does not resume took it whole in one request).
     /// Cancelling the awaiting task cancels the upload.
     ///
     /// - Throws: The operation's ``ResumableUploadOperation/error``.
@@ -31,8 +32,9 @@ extension HTTPRequestOperationManager {
         try await run(uploadOperation(request, source: source, configuration: configuration))
     }
 
-    /// Enqueues `operation` and returns its upload's URL once it completed. Cancelling the
-    /// awaiting task cancels the upload.
+    /// Enqueues `operation` and returns its upload's URL once it completed (or its creation
+    /// endpoint's, as ``upload(_:source:configuration:)`` does). Cancelling the awaiting task
+    /// cancels the upload.
     ///
     /// - Throws: The operation's ``ResumableUploadOperation/error``.
     public func run(_ operation: ResumableUploadOperation) async throws -> URL {
@@ -45,7 +47,7 @@ extension HTTPRequestOperationManager {
             operation.cancel()
         }
         if let error = operation.error { throw error }
-        guard let url = operation.uploadURL, operation.isCompleted else {
+        guard let url = operation.uploadURL ?? operation.request.url, operation.isCompleted else {
             throw URLError(.cancelled, url: operation.request.url, description: "The upload did not complete.")
         }
         return url

@@ -20,14 +20,15 @@ extension ResumableUploadOperation {
 
     /// Runs from `first`, the machine's answer to the start, until it finishes the operation.
     func run(from first: UploadMachine.Action) async {
+        var action = first
         let reader: UploadReader
         do {
             let measured = try await measuredSource()
-            reader = UploadReader(source: source, stamp: measured?.1)
+            reader = UploadReader(source: source, identity: measured?.0, stamp: measured?.1)
         } catch {
-            return conclude(abandon(after: error))
+            reader = UploadReader(source: source, identity: nil, stamp: nil)
+            action = abandon(after: error)
         }
-        var action = first
         while true {
             switch action {
             case .request(let step):
@@ -63,7 +64,10 @@ extension ResumableUploadOperation {
         }
         // The length was declared from the file's size when the operation was made (or when
         // the upload began, for resume data): a file that is not that file any more is refused.
-        if let startedFrom, identity != startedFrom.file { throw UploadError(reason: .fileChanged(path: url.path), url: startedFrom.uploadURL) }
+        // The content decides: a file touched (a new modification time) but not changed goes on.
+        if let startedFrom, identity.size != startedFrom.file.size || identity.sha256 != startedFrom.file.sha256 {
+            throw UploadError(reason: .fileChanged(path: url.path), url: startedFrom.uploadURL)
+        }
         if identity.size != totalBytes { throw UploadError(reason: .fileChanged(path: url.path), url: request.url) }
         state.withLock { $0.identity = identity }
         return (identity, stamp)
@@ -86,7 +90,7 @@ extension ResumableUploadOperation {
             do {
                 bytes = try await reader.bytes(from: offset, count: count)
             } catch {
-                return .finish(abandon(after: error))
+                return abandon(after: error)
             }
         }
         // Saved before the bytes go: a crash from here on leaves resume data whose sent offset
@@ -182,6 +186,9 @@ extension ResumableUploadOperation {
                       let location = interim.value(forHTTPHeaderField: "Location"),
                       let url = URL(string: location, relativeTo: request.url) else { return }
                 state.withLock { $0.machine.learnedLocation(url.absoluteURL) }
+                // Saved at once: a crash during a creation that carries the whole upload can go
+                // on from it. (The loop waits for this request meanwhile: never two at once.)
+                saveResumeData()
             }
         }
     }
@@ -216,16 +223,12 @@ extension ResumableUploadOperation {
         (queue ?? .global()).async { handler(self, sent, total) }
     }
 
-    /// Ends the machine after reading the source failed with `error` (a changed file, a stream
-    /// that ran dry, an I/O error): no request follows.
-    private func abandon(after error: any Error) -> UploadMachine.End {
+    /// What follows a failure to read the source (a changed file, a stream that ran dry, an
+    /// I/O error): the end, with that error. A cancel that stopped the reading (a stream's
+    /// wait, a file's hashing) goes on as any cancel does (deleting the upload when asked).
+    private func abandon(after error: any Error) -> UploadMachine.Action {
         state.withLock { state in
-            // A cancel that stopped the source's reading (a stream's wait, a file's hashing)
-            // ends the upload as cancelled.
-            guard state.machine.phase != .cancelling else {
-                state.machine.abandon()
-                return .cancelled
-            }
+            if state.machine.phase == .cancelling { return state.machine.waited() }
             state.machine.abandon()
             if let error = error as? UploadError {
                 state.lastFailure = UploadError(reason: error.reason, url: state.machine.uploadURL ?? request.url,
@@ -233,7 +236,7 @@ extension ResumableUploadOperation {
             } else {
                 state.lastFailure = error
             }
-            return .transportFailed
+            return .finish(.transportFailed)
         }
     }
 

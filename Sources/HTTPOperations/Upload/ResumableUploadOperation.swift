@@ -125,7 +125,9 @@ open class ResumableUploadOperation: Operation, @unchecked Sendable {
         let machine = UploadMachine(length: length, configuration: configuration, uploadURL: resumeData.uploadURL,
                                     acknowledged: resumeData.acknowledgedOffset, sentBound: resumeData.sentOffset,
                                     checksumAlgorithm: resumeData.checksumAlgorithm.flatMap(UploadChecksum.Algorithm.init))
-        state = Mutex(State(machine: machine, expires: resumeData.expires))
+        // The resume data holds from the start (a cancel while the file is measured again
+        // keeps it); the measurement then checks it.
+        state = Mutex(State(machine: machine, identity: resumeData.file, expires: resumeData.expires))
         super.init()
     }
 

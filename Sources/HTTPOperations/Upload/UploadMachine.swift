@@ -198,6 +198,9 @@ struct UploadMachine: Sendable {
         }
         if answer.failedForGood { return finish(.transportFailed) }
         guard let status = answer.status, !answer.failedTransiently else { return failed(jitter: jitter) }
+        // Discovery is optional: a server that refuses OPTIONS (405, 501, even a 5xx or 429)
+        // gets the protocol's plainest form, not retries.
+        if step == .discover, !(200..<300).contains(status) { return afterDiscovery(nil) }
         switch status {
         case 200..<300:
             return succeeded(step, answer, jitter: jitter)
@@ -205,7 +208,6 @@ struct UploadMachine: Sendable {
             // An offset that does not match (409), bytes that arrived damaged (460): ask again at once.
             return failed(jitter: jitter, wait: false)
         case 404, 410:
-            if step == .discover { return afterDiscovery(nil) }
             if uploadURL == nil { return finish(.refused(status: status)) }
             return finish(.failed(.uploadGone(status: status)))
         case 412:
@@ -215,7 +217,6 @@ struct UploadMachine: Sendable {
         case 408, 423, 429, 500..<600:
             return failed(jitter: jitter)
         default:
-            if step == .discover { return afterDiscovery(nil) }
             return finish(.refused(status: status))
         }
     }
@@ -226,6 +227,9 @@ struct UploadMachine: Sendable {
             return afterDiscovery(answer.discovery)
         case .create(let count):
             guard let location = answer.location ?? uploadURL else {
+                // A server that does not resume (no 104, no Location) took the whole upload, if
+                // the creation carried it all and said so: that is a completed upload.
+                if saysComplete(step), answer.complete != false { return finish(.completed) }
                 return finish(.failed(.invalidAnswer("the creation's answer has no Location")))
             }
             uploadURL = location

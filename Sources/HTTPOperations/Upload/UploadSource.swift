@@ -6,13 +6,17 @@ import Foundation
 /// - ``file(_:)``: read in chunks at the offsets the server asks for, so memory stays flat
 ///   whatever the size; the file's identity (size, modification time, SHA-256 of its content)
 ///   is taken when the upload begins, and its size, modification time, status-change time and
-///   inode are checked around every chunk read (a write restores no status-change time), so a
-///   file that changes is a ``UploadError/Reason/fileChanged(path:)``, never a spliced upload.
+///   inode are checked around every chunk read (a write restores no status-change time); when
+///   they moved, the content is hashed again: the same content goes on (a `chmod`, a `touch`),
+///   another is a ``UploadError/Reason/fileChanged(path:)``, never a spliced upload.
 ///   Only a file upload has resume data (it can be read again after a restart).
 /// - ``data(_:)``: bytes in memory.
 /// - ``stream(length:_:)``: an async sequence of chunks, read once; only the bytes the server
 ///   has not acknowledged are kept, so a drop resumes from the server's offset as long as it is
-///   not below them. A cancel ends a wait for the next chunk.
+///   not below them. A cancel ends a wait for the next chunk. A stream sent whole in one
+///   creation (the IETF draft, to a server not known to resume) cannot go back: a drop, a
+///   redirect or an authentication round ends that upload with
+///   ``UploadError/Reason/sourceCannotRewind(offset:)``.
 public struct UploadSource: Sendable {
     enum Kind: Sendable {
         case file(URL)
@@ -93,15 +97,18 @@ struct FileStamp: Equatable, Sendable {
 /// Reads a source's bytes for the upload's task (never on the network thread).
 actor UploadReader {
     private let source: UploadSource
+    /// The file's identity, for a file source.
+    private let identity: UploadFileIdentity?
     /// The file's stamp when its identity was taken: every chunk read is checked against it.
-    let stamp: FileStamp?
+    private var stamp: FileStamp?
     /// A stream's bytes from `windowStart` on: read, not yet acknowledged.
     private var window = Data()
     private var windowStart: Int64 = 0
     private var iterator: AsyncThrowingStream<Data, any Error>.AsyncIterator?
 
-    init(source: UploadSource, stamp: FileStamp?) {
+    init(source: UploadSource, identity: UploadFileIdentity?, stamp: FileStamp?) {
         self.source = source
+        self.identity = identity
         self.stamp = stamp
     }
 
@@ -121,14 +128,26 @@ actor UploadReader {
     }
 
     private func readFile(_ url: URL, from offset: Int64, count: Int) throws -> Data {
-        guard let stamp, (try? FileStamp(url)) == stamp else { throw UploadError(reason: .fileChanged(path: url.path)) }
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        try handle.seek(toOffset: UInt64(offset))
-        let bytes = try handle.read(upToCount: count) ?? Data()
-        // Checked again after the read: bytes read while the file changed are never sent.
-        guard bytes.count == count, (try? FileStamp(url)) == stamp else { throw UploadError(reason: .fileChanged(path: url.path)) }
-        return bytes
+        // Read between two stamp checks; a stamp that moved (a chmod, a touch, a write) gets the
+        // content hashed again: the same content goes on (read once more), another is refused.
+        for _ in 0..<2 {
+            try confirmContent(of: url)
+            let handle = try FileHandle(forReadingFrom: url)
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(offset))
+            let bytes = try handle.read(upToCount: count) ?? Data()
+            if bytes.count == count, (try? FileStamp(url)) == stamp { return bytes }
+        }
+        throw UploadError(reason: .fileChanged(path: url.path))
+    }
+
+    /// Checks that the file is still the one measured: its stamp, or else its content.
+    private func confirmContent(of url: URL) throws {
+        guard let identity, let stamp else { throw UploadError(reason: .fileChanged(path: url.path)) }
+        if (try? FileStamp(url)) == stamp { return }
+        let (now, newStamp) = try UploadFileIdentity.measure(url)
+        guard now.size == identity.size, now.sha256 == identity.sha256 else { throw UploadError(reason: .fileChanged(path: url.path)) }
+        self.stamp = newStamp
     }
 
     private func readStream(_ chunks: AsyncThrowingStream<Data, any Error>, length: Int64,

@@ -239,6 +239,28 @@ extension AllTests {
                     == .finish(.failed(.invalidAnswer("the server's Upload-Length is 99, not 100"))))
         }
 
+        /// Second review, findings 3 and 4: a server that does not resume (its OPTIONS answered
+        /// 501, no 104, no Location) took the whole upload when it answers 2xx to the creation that
+        /// said `Upload-Complete: ?1`; a 5xx or 429 to the optional OPTIONS is no discovery, not a
+        /// failure to retry.
+        @Test func aPlainEndpointThatTookTheWholeUploadCompletesIt() {
+            var machine = machine(length: 30, .ietfDraft)
+            _ = machine.start()
+            #expect(machine.answered(.discover, .status(501), jitter: 0) == .request(.create(count: 30)))
+            #expect(machine.answered(.create(count: 30), .status(200), jitter: 0) == .finish(.completed))
+            var tus = self.machine()
+            _ = tus.start()
+            #expect(tus.answered(.discover, .status(503), jitter: 0) == .request(.create(count: 0)))
+            // A part of the upload (`?0`) answered without a Location is still a broken answer.
+            var part = self.machine(length: 100, chunk: 40, .ietfDraft)
+            _ = part.start()
+            var limit = UploadMachine.Answer.status(204)
+            limit.discovery = UploadDiscovery { $0 == "Upload-Limit" ? "min-size=0" : nil }
+            _ = part.answered(.discover, limit, jitter: 0)
+            #expect(part.answered(.create(count: 40), .status(201), jitter: 0)
+                    == .finish(.failed(.invalidAnswer("the creation's answer has no Location"))))
+        }
+
         @Test func resumeDataAsksTheOffsetBeforeAnyByte() {
             var configuration = UploadConfiguration()
             configuration.chunkSize = 40
