@@ -13,7 +13,7 @@ import FoundationNetworking
 /// none of an event stream's body, capped, with jitter. A `204` stops it (the standard's way for a server
 /// to say "no more"); any other answer fails it, except 429, 502, 503 and 504, which a
 /// server-side client meets during a deploy and reconnects after.
-struct EventStreamMachine: Sendable {
+struct EventStreamMachine: Sendable, LoopMachine {
     /// Where the stream is.
     enum Phase: Sendable, Equatable {
         case ready, connecting, reading, waiting, paused, cancelling, finished

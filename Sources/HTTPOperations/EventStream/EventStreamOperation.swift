@@ -51,7 +51,7 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
         case channel(EventChannel)
     }
 
-    struct State {
+    struct State: MachineLoopState {
         var phase = OperationPhase.ready
         var machine: EventStreamMachine
         var delivery: Delivery?
@@ -176,23 +176,7 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     /// Starts reading. Called by the queue; on a paused operation it does what ``resume()``
     /// does.
     open override func start() {
-        enum Start {
-            case run(EventStreamMachine.Action, [String])
-            case resume
-            case ignore
-        }
-        // The machine starts in the same lock as the phase: a pause right after `start()`
-        // finds it connecting, and two `start()` calls cannot both run.
-        let start = state.withLock { state -> Start in
-            switch state.phase {
-            case .ready:
-                let keys = state.phase.changedKeys(to: .executing)
-                state.phase = .executing
-                return .run(state.machine.start(), keys)
-            case .paused: return .resume
-            case .executing, .finished: return .ignore
-            }
-        }
+        let start = state.withLock { $0.begin() }
         switch start {
         case .run(let first, let keys):
             announce(phaseKeys: keys)
@@ -227,25 +211,13 @@ open class EventStreamOperation: Operation, @unchecked Sendable {
     /// stream that does not reconnect (a POST, see
     /// ``EventStreamConfiguration/reconnectsNonIdempotentRequests``) is not paused.
     public func pause() {
-        let paused = state.withLock { state -> (HTTPRequestOperation?, [String])? in
-            guard state.machine.pause() else { return nil }
-            return (state.connection, state.phase.move(to: .paused))
-        }
-        guard let (connection, keys) = paused else { return }
-        announce(phaseKeys: keys)
-        connection?.cancel()
-        wakeup.wake()
+        let paused = state.withLock { $0.pauseLoop() }
+        completeLoopMove(paused?.keys, closing: paused?.connection, waking: wakeup)
     }
 
     /// Reconnects a paused stream at once, from its last event id.
     public func resume() {
-        let keys = state.withLock { state -> [String]? in
-            guard state.machine.resume() else { return nil }
-            return state.phase.move(to: .executing)
-        }
-        guard let keys else { return }
-        announce(phaseKeys: keys)
-        wakeup.wake()
+        completeLoopMove(state.withLock { $0.resumeLoop() }, waking: wakeup)
     }
 
     /// Finishes a stream that has not started with `error` (its manager, shut down, refused

@@ -46,7 +46,7 @@ open class ResumableUploadOperation: Operation, @unchecked Sendable {
     /// request that needs it goes: save it there (quickly) to resume after a crash.
     public typealias ResumeDataHandler = @Sendable (_ resumeData: UploadResumeData) -> Void
 
-    struct State {
+    struct State: MachineLoopState {
         var phase = OperationPhase.ready
         var machine: UploadMachine
         var completionQueue: DispatchQueue?
@@ -205,21 +205,7 @@ open class ResumableUploadOperation: Operation, @unchecked Sendable {
     /// Starts the upload. Called by the queue; on a paused operation it does what ``resume()``
     /// does.
     open override func start() {
-        enum Start {
-            case run(UploadMachine.Action, [String])
-            case resume
-            case ignore
-        }
-        let start = state.withLock { state -> Start in
-            switch state.phase {
-            case .ready:
-                let keys = state.phase.changedKeys(to: .executing)
-                state.phase = .executing
-                return .run(state.machine.start(), keys)
-            case .paused: return .resume
-            case .executing, .finished: return .ignore
-            }
-        }
+        let start = state.withLock { $0.begin() }
         switch start {
         case .run(let first, let keys):
             announce(phaseKeys: keys)
@@ -251,25 +237,13 @@ open class ResumableUploadOperation: Operation, @unchecked Sendable {
     /// Stops sending and holds the upload until ``resume()``. A paused operation is neither
     /// executing nor finished: its queue still counts it.
     public func pause() {
-        let paused = state.withLock { state -> (HTTPRequestOperation?, [String])? in
-            guard state.machine.pause() else { return nil }
-            return (state.connection, state.phase.move(to: .paused))
-        }
-        guard let (connection, keys) = paused else { return }
-        announce(phaseKeys: keys)
-        connection?.cancel()
-        wakeup.wake()
+        let paused = state.withLock { $0.pauseLoop() }
+        completeLoopMove(paused?.keys, closing: paused?.connection, waking: wakeup)
     }
 
     /// Goes on with a paused upload, from the offset the server reports.
     public func resume() {
-        let keys = state.withLock { state -> [String]? in
-            guard state.machine.resume() else { return nil }
-            return state.phase.move(to: .executing)
-        }
-        guard let keys else { return }
-        announce(phaseKeys: keys)
-        wakeup.wake()
+        completeLoopMove(state.withLock { $0.resumeLoop() }, waking: wakeup)
     }
 
     /// Finishes an upload that has not started with `error` (its manager, shut down, refused it).

@@ -10,7 +10,7 @@ import Foundation
 /// length, past every byte that could have been sent, or below one the server acknowledged ends
 /// the upload with an ``UploadError``; the upload is complete only when the server reported
 /// the whole length (and, for the IETF draft, the upload complete).
-struct UploadMachine: Sendable {
+struct UploadMachine: Sendable, LoopMachine {
     /// The requests of the protocols.
     enum Step: Sendable, Equatable {
         /// `OPTIONS`: what the server supports (tus's extensions, the draft's `Upload-Limit`).
