@@ -76,7 +76,11 @@ extension AllTests {
         }
 
         @Test func theDraftsCreationDroppedAfterIts104ResumesTheSameUpload() async throws {
-            let run = try UploadRun(size: 40_000, protocol: .ietfDraft, faults: [1: .dropAfter(bytes: 1_000)])
+            // The server reads the creation whole, then closes without its final answer: the 104
+            // is in the client's hands before the end. (A close with request bytes still unread
+            // resets the connection, and a reset can discard a 104 not yet read: then the client,
+            // knowing no upload, creates one again — safe, and the case below allows it.)
+            let run = try UploadRun(size: 40_000, protocol: .ietfDraft, faults: [1: .dropBeforeAnswer])
             let operation = run.operation()
             try await finish(operation)
             #expect(operation.error == nil)
@@ -99,13 +103,23 @@ extension AllTests {
             #expect(whole.uploads.first?.bytes == whole.content)
             #expect(whole.uploads.first?.completeSaid == true)
 
+            // Cut after 30,000 bytes: the server closes with request bytes unread, which resets
+            // the connection; the 104 reaches the client first or is discarded with the reset.
             let dropped = try UploadRun(size: 100_000, protocol: .ietfDraft, options: unknown, faults: [1: .dropAfter(bytes: 30_000)])
             let droppedOperation = dropped.operation()
             try await finish(droppedOperation)
             #expect(droppedOperation.error == nil)
-            #expect(dropped.uploads.count == 1)
-            #expect(dropped.uploads.first?.bytes == dropped.content)
-            #expect(dropped.log.prefix(3) == ["OPTIONS 405", "POST drop", "HEAD 204"])
+            let finalUpload = try #require(droppedOperation.uploadURL.flatMap { testServer.uploads.upload(at: $0) })
+            #expect(finalUpload.bytes == dropped.content)
+            if dropped.log.prefix(3) == ["OPTIONS 405", "POST drop", "HEAD 204"] {
+                // The 104 was read: the same upload went on with appends.
+                #expect(dropped.uploads.count == 1)
+            } else {
+                // It was not: a second creation, and the first upload holds a prefix of the file.
+                #expect(dropped.log.prefix(3) == ["OPTIONS 405", "POST drop", "POST 201"], "\(dropped.log)")
+                #expect(dropped.uploads.count == 2)
+                #expect(dropped.content.starts(with: dropped.uploads.first?.bytes ?? Data([0xFF])))
+            }
 
             var limited = UploadStore.Options()
             limited.maximumAppendSize = 5_000
@@ -260,7 +274,8 @@ extension AllTests {
             operation.cancel()
             try await waitUntilFinished(operation, timeout: .seconds(5))
             #expect((operation.error as? URLError)?.code == .cancelled)
-            #expect(run.log == ["OPTIONS 204"])
+            // The creation never went: its bytes never came.
+            #expect(!run.log.contains { $0.hasPrefix("POST") }, "\(run.log)")
             continuation.finish()
         }
 
@@ -348,14 +363,16 @@ extension AllTests {
         @Test func aCancelDuringAStreamsWaitStillTerminates() async throws {
             var options = UploadStore.Options()
             options.checksumAlgorithms = []
-            let run = try UploadRun(size: 50_000, options: options, signalAt: 16 << 10)
+            // Progress past 16 KiB comes from the second append, so the upload exists by then.
+            let run = try UploadRun(size: 50_000, options: options, signalAt: (16 << 10) + 1)
             let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
             continuation.yield(run.content.prefix(30_000))
-            let operation = run.operation(run.configuration { $0.terminatesOnCancel = true },
+            let operation = run.operation(run.configuration(chunkSize: 8 << 10) { $0.terminatesOnCancel = true },
                                           source: .stream(length: 50_000, stream))
             operation.start()
             try await run.reached.wait()
-            // The creation took 16 KiB; the first append waits for bytes the stream does not have.
+            // 8 KiB with the creation, two appends of 8 KiB; the third waits for bytes the stream
+            // does not have (it gave 30,000).
             try await Task.sleep(for: .milliseconds(100))
             operation.cancel()
             try await waitUntilFinished(operation, timeout: .seconds(5))
