@@ -191,7 +191,7 @@ final class UploadExchange {
                 fields = offsetFields(of: id)
                 if created { status = 201; fields.append(("Location", location(of: id))) }
                 if dialect == .tus, let after = options.expiresAfter {
-                    fields.append(("Upload-Expires", Self.httpDate(Date().addingTimeInterval(after))))
+                    fields.append(("Upload-Expires", RequestRouter.httpDate(Date().addingTimeInterval(after))))
                 }
             }
         }
@@ -267,13 +267,6 @@ final class UploadExchange {
         return digest == expected
     }
 
-    private static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
-    }
 }
 
 /// Sits before the response compressor in every connection's pipeline and does nothing, so

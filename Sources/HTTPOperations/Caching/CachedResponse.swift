@@ -99,7 +99,7 @@ struct CachedResponse: Codable, Sendable, Equatable {
         // Each value length-prefixed, so that no two sets of values read alike.
         let text = values.map { $0.map { "\($0.utf8.count):\($0)" } ?? "-" }.joined(separator: ",")
         return HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: identityKey)
-            .map { String(format: "%02x", $0) }.joined()
+            .lowercaseHex
     }
 
     /// What a stored response keeps of a request field its `Vary` names: the digest of its
@@ -110,7 +110,7 @@ struct CachedResponse: Codable, Sendable, Equatable {
 
     /// The hex SHA-256 of `text`.
     static func digest(_ text: String) -> String {
-        SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: Data(text.utf8)).lowercaseHex
     }
 
     /// The header fields as the tuple list the policy functions take.

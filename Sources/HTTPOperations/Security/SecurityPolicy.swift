@@ -231,7 +231,7 @@ public struct SecurityPolicy: Sendable, Hashable {
             lines.append("client \(clientIdentity.parsedCertificate.fingerprint) \(clientIdentity.hashValueForIdentity)")
         }
         let digest = SHA256.hash(data: Data(lines.joined(separator: "\n").utf8))
-        return digest.map { String(format: "%02x", $0) }.joined()
+        return digest.lowercaseHex
     }
 
     private static func anchors(pinningMode: PinningMode, pinnedCertificates: [TLSCertificate],

@@ -37,7 +37,7 @@ struct IntegrityCheck: Sendable {
             return IntegrityError(reason: .lengthMismatch(expected: expectedLength, actual: length))
         }
         if let expected = expectedSHA256 {
-            let actual = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            let actual = hasher.finalize().lowercaseHex
             if actual != expected {
                 return IntegrityError(reason: .checksumMismatch(expected: expected, actual: actual))
             }

@@ -65,18 +65,12 @@ struct UploadDialect: Sendable {
         }
         // The server names the upload's URL: credentials given for the creation endpoint do not
         // follow it to another origin (as a redirect's would not).
-        if let url = request.url, !Self.sameOrigin(url, template.url) {
+        if let url = request.url, !(template.url.map { RedirectPolicy.isSameOrigin(url, $0) } ?? false) {
             for name in ["Authorization", "Proxy-Authorization", "Cookie"] { request.setValue(nil, forHTTPHeaderField: name) }
         }
         return request
     }
 
-    private static func sameOrigin(_ first: URL, _ second: URL?) -> Bool {
-        guard let second else { return false }
-        func port(_ url: URL) -> Int? { url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil) }
-        return first.scheme?.lowercased() == second.scheme?.lowercased() && first.host?.lowercased() == second.host?.lowercased()
-            && port(first) == port(second)
-    }
 
     private func attach(_ bytes: Data, to request: inout URLRequest, checksum: UploadChecksum.Algorithm?, firstOfCreation: Bool) {
         request.httpBody = bytes

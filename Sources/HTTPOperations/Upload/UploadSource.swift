@@ -67,7 +67,7 @@ struct UploadFileIdentity: Sendable, Hashable, Codable {
         }
         // A file written while it was hashed has no identity to promise.
         guard try FileStamp(url) == before else { throw UploadError(reason: .fileChanged(path: url.path)) }
-        let digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        let digest = hasher.finalize().lowercaseHex
         return (UploadFileIdentity(size: before.size, modificationNanoseconds: before.modified, sha256: digest), before)
     }
 
