@@ -163,11 +163,13 @@ extension CurlTransfer {
 
     /// A reader for `stream` whose news of data unpauses this transfer, if it still runs.
     func makeBodyReader(for stream: InputStream) -> BodyReader {
-        let transfer = WeakTransfer(self)
+        // Found again on the network thread, where transfers live; the reader's queue only
+        // carries it there.
+        let transfer = ThreadConfined(WeakReference(object: self))
         return BodyReader(stream: stream, queue: request.bodyQueue ?? DispatchQueue(label: "HTTPOperations.reader"),
                           rewindFirst: request.rewindsBody, trailers: request.requestTrailers) {
             NetworkThread.shared.perform {
-                guard let transfer = transfer.value, transfer.easy != nil else { return }
+                guard let transfer = transfer.withValue({ $0.object }), transfer.easy != nil else { return }
                 NetworkThread.shared.multi.unpause(transfer)
             }
         }
@@ -191,25 +193,5 @@ extension CurlTransfer {
 
     func setString(_ option: CURLoption, _ value: String?) {
         ccurl_easy_setopt_string(easy, option, value)
-    }
-}
-
-/// A weak reference to a transfer that a body reader's callback can carry to the network
-/// thread: it is read there only, where transfers live.
-private final class WeakTransfer: @unchecked Sendable {
-    // @unchecked Sendable: made and read on the network thread only (asserted in debug builds);
-    // the body reader's queue only carries it there. A checked `weak let` would need
-    // `CurlTransfer` to be Sendable, which a network-thread-confined class is not.
-    private weak var transfer: CurlTransfer?
-
-    init(_ value: CurlTransfer) {
-        assert(NetworkThread.shared.isCurrentThread, "a transfer is made on the network thread")
-        self.transfer = value
-    }
-
-    /// The transfer, if it still lives. Network thread only.
-    var value: CurlTransfer? {
-        assert(NetworkThread.shared.isCurrentThread, "a transfer is read on the network thread only")
-        return transfer
     }
 }

@@ -8,11 +8,10 @@ import Synchronization
 /// the owner, and a check on any other thread stops the program. In release builds it is
 /// empty: no storage, and ``check(_:)`` does nothing.
 ///
-/// For the classes that keep such fields beside their `Mutex` and say so with `@unchecked
-/// Sendable` (``BodyWriter``'s buffer being filled, ``BodyReader``'s chunk being copied): it
-/// turns the comment into a check without tying the class to one particular thread, so a
-/// test can drive it from its own. Held as a stored `let` of the class it checks (it is not
-/// copyable: the owner it records is that object's).
+/// ``ThreadConfined`` checks every access with one: it turns the promise into a check without
+/// tying the value to one particular thread, so a test can drive it from its own. Held as a
+/// stored `let` of the object it checks (it is not copyable: the owner it records is that
+/// object's).
 struct OneThreadCheck: ~Copyable, Sendable {
     #if DEBUG
     /// The owner's `pthread_self()`, 0 until the first check.

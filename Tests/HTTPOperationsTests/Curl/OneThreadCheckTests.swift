@@ -2,8 +2,9 @@ import Foundation
 @testable import HTTPOperations
 import Testing
 
-/// `OneThreadCheck`, the debug check behind the `@unchecked Sendable` of `BodyWriter` and
-/// `BodyReader` (issue 39: "a debug check where it is thread confinement"). A check that
+/// `OneThreadCheck`, the debug check of every access to a `ThreadConfined` value, where
+/// `BodyWriter` and `BodyReader` keep their network-thread fields (issue 39: "a debug check
+/// where it is thread confinement"). A check that
 /// fails stops the process, so those cases run in child processes (exit tests), and each
 /// reads the child's standard error: the check's own message, not any crash, passes. Debug
 /// builds only: a release build checks nothing, by design.
@@ -25,6 +26,22 @@ extension AllTests {
                 OneThreadCheckTests.onASecondThread { box.check.check() }
             }
             #expect(String(decoding: try #require(result).standardErrorContent, as: UTF8.self).contains(Self.message))
+        }
+
+        @Test func aConfinedValueTouchedOnASecondThreadStopsTheProgram() async throws {
+            let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+                let confined = ThreadConfined(0)
+                confined.withValue { $0 += 1 }
+                OneThreadCheckTests.onASecondThread { confined.withValue { $0 += 1 } }
+            }
+            #expect(String(decoding: try #require(result).standardErrorContent, as: UTF8.self).contains(Self.message))
+        }
+
+        @Test func theFirstAccessNotTheCreationPicksTheThread() {
+            let confined = ThreadConfined(0)
+            OneThreadCheckTests.onASecondThread { confined.withValue { $0 += 1 } }
+            OneThreadCheckTests.onASecondThread { _ = confined.valueInDeinit }
+            #expect(confined.valueInDeinit == 1)
         }
 
         /// Every entry of the writer that touches its network-thread fields checks: the buffer

@@ -42,8 +42,22 @@ extension BodyReader {
         return EndedWriter(waiting: shared.writerWaiting, task: shared.writerTask)
     }
 
+    /// What the reader keeps of a ``StreamedRequestBody``: its parts, which are values (the
+    /// body is an `InputStream`, which Foundation does not make `Sendable`).
+    struct WrittenBody: Sendable {
+        let length: Int64?
+        let isRestartable: Bool
+        let produce: StreamedRequestBody.Producer
+
+        init(_ body: StreamedRequestBody) {
+            length = body.length
+            isRestartable = body.isRestartable
+            produce = body.produce
+        }
+    }
+
     /// Runs `body`'s closure for `generation` in a task of its own.
-    func startWriting(_ body: StreamedRequestBody, generation: Int) {
+    func startWriting(_ body: WrittenBody, generation: Int) {
         let writer = RequestBodyWriter(reader: self, generation: generation)
         let produce = body.produce
         let task = Task { [weak self] in

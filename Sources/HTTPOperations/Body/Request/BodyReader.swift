@@ -23,11 +23,11 @@ import Synchronization
 /// ``bytesAhead`` bytes are already waiting (see `BodyReader+Writer.swift`). Sending it
 /// again runs the closure again, in a new task, as a new generation.
 ///
-/// Thread-safety: the chunk being copied is the network thread's alone (checked in debug
-/// builds, ``OneThreadCheck``). The ready chunks, the end and the failure, whether the network
-/// thread waits for data, and a written body's task and waiting writer live in one struct
-/// behind one `Mutex`. The stream is used only on the queue.
-final class BodyReader: @unchecked Sendable {
+/// Thread-safety: the chunk being copied is the network thread's alone, a ``ThreadConfined``
+/// value (checked in debug builds). The ready chunks, the end and the failure, whether the
+/// network thread waits for data, and a written body's task and waiting writer live in one
+/// struct behind one `Mutex`. The stream is used only on the queue.
+final class BodyReader: Sendable {
     /// Bytes per read from the stream.
     static let chunkSize = 64 << 10
     /// Chunks read ahead of curl.
@@ -75,16 +75,18 @@ final class BodyReader: @unchecked Sendable {
     let shared = Mutex(Shared())
     private let stream: Handover<InputStream>
     /// The body when it is written, not read: its closure produces the chunks.
-    let written: StreamedRequestBody?
+    let written: WrittenBody?
     private let queue: DispatchQueue
     let dataAvailable: @Sendable () -> Void
     /// Asked for the trailer fields once the stream ended, on the queue (it is caller's code).
     let trailers: RequestTrailersBlock?
-    /// Checks, in debug builds, that the chunk below is touched from one thread.
-    private let copier = OneThreadCheck()
-    /// The chunk being copied into curl's buffers, network thread only.
-    private var current = Data()
-    private var currentOffset = 0
+    /// The chunk being copied into curl's buffers, and how far: the network thread's.
+    private struct Copying {
+        var chunk = Data()
+        var offset = 0
+    }
+
+    private let copying = ThreadConfined(Copying())
 
     /// - Parameters:
     ///   - stream: The body; opened on `queue` if not open.
@@ -96,7 +98,7 @@ final class BodyReader: @unchecked Sendable {
     init(stream: InputStream, queue: DispatchQueue, rewindFirst: Bool, trailers: RequestTrailersBlock? = nil,
          dataAvailable: @escaping @Sendable () -> Void) {
         self.stream = Handover(stream)
-        self.written = stream as? StreamedRequestBody
+        self.written = (stream as? StreamedRequestBody).map(WrittenBody.init)
         self.queue = queue
         self.trailers = trailers
         self.dataAvailable = dataAvailable
@@ -125,16 +127,18 @@ final class BodyReader: @unchecked Sendable {
     /// Copies what is ready into `buffer`: from as many ready chunks as fit, so many small
     /// writes go out as one piece rather than one curl chunk each.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
-        copier.check()
+        copying.withValue { copying in read(into: buffer, from: &copying) }
+    }
+
+    private func read(into buffer: UnsafeMutableRawBufferPointer, from current: inout Copying) -> ReadResult {
         var copied = 0
         while copied < buffer.count {
-            if currentOffset == current.count {
+            if current.offset == current.chunk.count {
                 var roomForWriter: CheckedContinuation<Void, any Error>?
                 let next = shared.withLock { shared -> ReadResult? in
                     if !shared.ready.isEmpty {
-                        current = shared.ready.removeFirst()
-                        currentOffset = 0
-                        shared.readyBytes -= current.count
+                        current = Copying(chunk: shared.ready.removeFirst())
+                        shared.readyBytes -= current.chunk.count
                         if shared.writerWaiting != nil, Self.writeFits(shared.writerNeeds, shared) {
                             swap(&roomForWriter, &shared.writerWaiting)
                         }
@@ -152,11 +156,11 @@ final class BodyReader: @unchecked Sendable {
                 roomForWriter?.resume()
                 if let next { return next }
             }
-            let count = min(buffer.count - copied, current.count - currentOffset)
-            current.withUnsafeBytes { source in
-                (buffer.baseAddress! + copied).copyMemory(from: source.baseAddress! + currentOffset, byteCount: count)
+            let count = min(buffer.count - copied, current.chunk.count - current.offset)
+            current.chunk.withUnsafeBytes { source in
+                (buffer.baseAddress! + copied).copyMemory(from: source.baseAddress! + current.offset, byteCount: count)
             }
-            currentOffset += count
+            current.offset += count
             copied += count
         }
         return .bytes(copied)
@@ -171,10 +175,13 @@ final class BodyReader: @unchecked Sendable {
     /// Starts again from the first byte (curl's seek to 0). Returns false for a stream that
     /// cannot rewind.
     func rewind() -> Bool {
-        copier.check()
-        guard stream.value.canBeSentAgain else { return false }
-        current = Data()
-        currentOffset = 0
+        // Checked first, as every entry: a stream that cannot rewind is still this thread's.
+        let rewound = copying.withValue { copying -> Bool in
+            guard stream.value.canBeSentAgain else { return false }
+            copying = Copying()
+            return true
+        }
+        guard rewound else { return false }
         let (generation, ended) = shared.withLock { shared -> (Int, EndedWriter) in
             let ended = Self.endSend(&shared)
             shared.atEnd = false

@@ -25,11 +25,11 @@ import Glibc
 /// with the whole resource) and closing are jobs on the same queue, after the writes handed
 /// in before them.
 ///
-/// Thread-safety: the buffer being filled is the network thread's alone (checked in debug
-/// builds, ``OneThreadCheck``). What both sides
-/// touch — the count of buffers ahead, whether room is wanted, the first error — lives in
-/// one struct behind one `Mutex`. The target is used only by the queue once writing starts.
-final class BodyWriter: @unchecked Sendable {
+/// Thread-safety: the buffer being filled is the network thread's alone, a ``ThreadConfined``
+/// value (checked in debug builds). What both sides touch — the count of buffers ahead,
+/// whether room is wanted, the first error — lives in one struct behind one `Mutex`. The
+/// target is used only by the queue once writing starts.
+final class BodyWriter: Sendable {
     /// Where the bytes go.
     enum Target {
         /// A file, written at its descriptor's offset; the writer closes it.
@@ -78,13 +78,18 @@ final class BodyWriter: @unchecked Sendable {
     private let roomAvailable: @Sendable () -> Void
     private let failed: @Sendable (URLError) -> Void
     private let pool: BodyBufferPool
-    /// Checks, in debug builds, that the fields below are touched from one thread.
-    private let filler = OneThreadCheck()
-    /// The buffer being filled, network thread only.
-    private var filling: UnsafeMutableRawBufferPointer?
-    private var fillCount = 0
-    /// Emptyings asked for, network thread only.
-    private var emptiesRequested = 0
+
+    /// What the network thread alone touches.
+    private struct Filling {
+        /// The buffer being filled, and the bytes in it.
+        var buffer: UnsafeMutableRawBufferPointer?
+        var count = 0
+        /// Emptyings asked for.
+        var emptiesRequested = 0
+    }
+
+    /// The network thread's fields.
+    private let filling: ThreadConfined<Filling>
     /// The target is a consumer, which is handed bytes as soon as it is idle.
     private let handsOverWhenIdle: Bool
 
@@ -107,11 +112,11 @@ final class BodyWriter: @unchecked Sendable {
         self.roomAvailable = roomAvailable
         self.failed = failed
         if case .consumer = target { handsOverWhenIdle = true } else { handsOverWhenIdle = false }
-        shared.withLock { $0.written = emptyFirst ? 0 : alreadyWritten }
         // Counted like any emptying: when it fails, the file still holds the old bytes, and
         // `afterWrites` must not call them the current version (resume data would name the
         // new version beside them).
-        emptiesRequested = emptyFirst ? 1 : 0
+        filling = ThreadConfined(Filling(emptiesRequested: emptyFirst ? 1 : 0))
+        shared.withLock { $0.written = emptyFirst ? 0 : alreadyWritten }
         queue.async { [self] in
             switch self.target.value {
             case .stream(let stream): stream.open()
@@ -122,7 +127,7 @@ final class BodyWriter: @unchecked Sendable {
     }
 
     deinit {
-        if let filling { pool.recycle(filling) }
+        if let buffer = filling.valueInDeinit.buffer { pool.recycle(buffer) }
     }
 
     /// The first write, truncation or close that failed.
@@ -140,8 +145,7 @@ final class BodyWriter: @unchecked Sendable {
     /// Whether `count` more bytes can be taken now. Takes the lock only when they would start
     /// a new buffer, so a failed write is noticed within a buffer's worth of chunks.
     func admit(_ count: Int) -> Admission {
-        filler.check()
-        if filling != nil, fillCount + count <= Self.bufferSize { return .accepted }
+        if filling.withValue({ $0.buffer != nil && $0.count + count <= Self.bufferSize }) { return .accepted }
         return shared.withLock { shared in
             if let error = shared.error { return .failed(error) }
             // A buffer is handed over before the next is filled, so one more must fit ahead.
@@ -155,17 +159,19 @@ final class BodyWriter: @unchecked Sendable {
 
     /// Takes `bytes`, whatever ``admit(_:)`` says (bodies held aside arrive whole).
     func append(_ bytes: UnsafeRawBufferPointer) {
-        filler.check()
         var offset = 0
         while offset < bytes.count {
-            let buffer = filling ?? pool.take(atLeast: Self.bufferSize)
-            filling = buffer
-            let count = min(bytes.count - offset, buffer.count - fillCount)
-            UnsafeMutableRawBufferPointer(rebasing: buffer[fillCount..<(fillCount + count)])
-                .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
-            fillCount += count
-            offset += count
-            if fillCount == buffer.count { handOver() }
+            let full = filling.withValue { filling -> Bool in
+                let buffer = filling.buffer ?? pool.take(atLeast: Self.bufferSize)
+                filling.buffer = buffer
+                let count = min(bytes.count - offset, buffer.count - filling.count)
+                UnsafeMutableRawBufferPointer(rebasing: buffer[filling.count..<(filling.count + count)])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
+                filling.count += count
+                offset += count
+                return filling.count == buffer.count
+            }
+            if full { handOver() }
         }
         if handsOverWhenIdle { handOverIfIdle() }
     }
@@ -173,8 +179,7 @@ final class BodyWriter: @unchecked Sendable {
     /// Hands a consumer the bytes taken so far when it has taken everything before them;
     /// otherwise notes that they wait, and `roomAvailable` comes once it has. Network thread.
     func handOverIfIdle() {
-        filler.check()
-        guard handsOverWhenIdle, fillCount > 0 else { return }
+        guard filling.withValue({ $0.count > 0 }), handsOverWhenIdle else { return }
         let idle = shared.withLock { shared -> Bool in
             guard shared.ahead == 0 else {
                 shared.partialWaiting = true
@@ -187,12 +192,14 @@ final class BodyWriter: @unchecked Sendable {
 
     /// Hands the bytes taken so far to the queue.
     func handOver() {
-        filler.check()
-        guard let buffer = filling, fillCount > 0 else { return }
+        let taken = filling.withValue { filling -> (buffer: UnsafeMutableRawBufferPointer, count: Int)? in
+            guard let buffer = filling.buffer, filling.count > 0 else { return nil }
+            defer { filling = Filling(emptiesRequested: filling.emptiesRequested) }
+            return (buffer, filling.count)
+        }
+        guard let taken else { return }
         // Owned by whichever side holds it: the network thread lets go of it here.
-        let filled = Handover((buffer: buffer, count: fillCount))
-        filling = nil
-        fillCount = 0
+        let filled = Handover(taken)
         shared.withLock { $0.ahead += 1 }
         queue.async { [self] in
             if case .consumer(let channel) = self.target.value {
@@ -228,17 +235,17 @@ final class BodyWriter: @unchecked Sendable {
     /// After a failure nothing is emptied (nor written): ``afterWrites(_:)`` then reports that
     /// the file does not hold the current version.
     func discardAndEmpty() {
-        filler.check()
-        fillCount = 0
-        emptiesRequested += 1
+        filling.withValue { filling in
+            filling.count = 0
+            filling.emptiesRequested += 1
+        }
         queue.async { [self] in self.emptyAndCount() }
     }
 
     /// Runs `job` on the queue after every write and emptying handed in before it (call
     /// ``handOver()`` first for the bytes being filled), with what the target holds then.
     func afterWrites(_ job: @escaping @Sendable (Written) -> Void) {
-        filler.check()
-        let requested = emptiesRequested
+        let requested = filling.withValue { $0.emptiesRequested }
         queue.async { [self] in
             let (bytes, emptied) = self.shared.withLock { ($0.written, $0.emptied) }
             job(Written(bytes: bytes, holdsCurrentVersion: emptied == requested))
@@ -248,7 +255,6 @@ final class BodyWriter: @unchecked Sendable {
     /// Hands over what is left, closes the target after the last write, and calls `completion`
     /// on the queue with the first error, if any.
     func close(then completion: @escaping @Sendable (URLError?) -> Void) {
-        filler.check()
         handOver()
         queue.async { [self] in
             switch self.target.value {
