@@ -6,8 +6,9 @@ import Synchronization
 /// one of its own.
 ///
 /// Foundation's queue on Linux walks every operation that is not ready each time a slot
-/// frees: a 10,000-long `addDependency` chain took ~13 s at `maxConcurrentOperationCount`
-/// > 1 (DESIGN.md, measured on this toolchain). Here a waiting operation costs nothing until
+/// frees, so an `addDependency` chain costs time quadratic in its length at
+/// `maxConcurrentOperationCount` > 1 (DESIGN.md, "Traps measured on this toolchain"; the
+/// figures are in Docs/Performance.md). Here a waiting operation costs nothing until
 /// its last dependency reports its outcome; dependencies stay declared with
 /// `addDependency`, so Foundation's own ordering still holds.
 ///
@@ -90,7 +91,7 @@ final class DependencyAwareOperationQueue: OperationQueue, @unchecked Sendable {
     ///
     /// Left waiting, a cancelled operation would finish only once its dependencies report
     /// their outcome, which a dependency outside the manager that nobody starts never does:
-    /// shutdown waited for such an operation for good (issue 24).
+    /// shutdown would wait for such an operation for good.
     func cancel(_ operations: [Operation]) {
         let cancelled = Set(operations.map(ObjectIdentifier.init))
         let held = takeWaiting { cancelled.contains(ObjectIdentifier($0)) }

@@ -99,8 +99,8 @@ extension HTTPRequestOperationManager {
     private static func waitUntilFinished(_ operations: [Operation], before gracePeriod: Duration) async -> [Operation] {
         guard !operations.isEmpty else { return [] }
         guard gracePeriod.dispatchDelay != nil else {
-            // Not slept: Task.sleep traps when the clock's now plus the period overflows
-            // (measured with .seconds(Int64.max), issue 24).
+            // Not slept: Task.sleep traps when the clock's now plus the period overflows, as
+            // for `.seconds(Int64.max)`, the usual way to say "no limit".
             await waitUntilFinished(operations)
             return operations
         }

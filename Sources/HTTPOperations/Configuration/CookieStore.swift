@@ -70,8 +70,8 @@ public final class CookieStore: Sendable {
 
     /// Runs `work` on the network thread; once that thread has stopped (a shutdown with
     /// `stoppingNetworkThread`), on the caller's, which is then the only one left to touch the
-    /// store: its cookies are still there to list and save. (It used to run on an empty stand-in
-    /// then, and `save()` after a shutdown wrote an empty file over the jar.)
+    /// store: its cookies are still there to list and save (an empty stand-in there would make
+    /// `save()` after a shutdown write an empty file over the jar).
     private func onNetworkThread<T: Sendable>(_ work: @escaping @Sendable (CookieEngine) -> T) async -> T {
         let engine = engine
         return await withCheckedContinuation { continuation in

@@ -4,8 +4,8 @@ import Dispatch
 /// than one per piece of work.
 ///
 /// Every `DispatchQueue.async` from the network thread to an idle global queue wakes a worker
-/// thread (`sem_post`, a futex wake): 4.4% of the network thread's time at 16 small GETs in
-/// flight, once per finished operation, on the thread that limits throughput. Outcomes decided
+/// thread (`sem_post`, a futex wake): once per finished operation, on the thread that limits
+/// throughput (Docs/Performance.md, "Fixed so far"). Outcomes decided
 /// in one pass over curl's finished transfers (or one drain of the inbox) are collected and
 /// handed over together: a single one goes straight to its queue, as it would without this
 /// type; two or more go in one block on a global queue, which dispatches each to its own
@@ -18,9 +18,9 @@ import Dispatch
 /// The network thread lets go of the work before its block can run: the work travels in a
 /// ``Parcel`` whose only strong reference is handed to the block, so whatever the work
 /// captures (an operation, and with it a subclass's `deinit`, which is user code) is
-/// released on the callback queue. Holding a copy until `async` returned made the network
-/// thread drop the last reference whenever waking the worker preempted it: perf found
-/// `HTTPRequestOperation.deinit` in 1.1% of its samples at 16 small GETs in flight.
+/// released on the callback queue. Holding a copy until `async` returned would make the
+/// network thread drop the last reference whenever waking the worker preempted it, and run
+/// the operation's `deinit` there.
 ///
 /// Confined to the network thread.
 final class CallbackHandoff {

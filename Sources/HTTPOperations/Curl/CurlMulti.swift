@@ -26,7 +26,7 @@ import Glibc
 ///   ("now", asked for by every new transfer) signals a version-0 source instead, and so
 ///   does our own "run soon" after unpausing, which leaves curl's date as it was.
 /// - Timer syscalls: curl calls the timer callback on nearly every action, and moving a CF
-///   timer is a `timerfd_settime` (16% of the CPU of small GETs, measured with perf). So the
+///   timer is a `timerfd_settime`, a system call (Docs/Performance.md, "Fixed so far"). So the
 ///   timer only ever moves *earlier* when curl asks; a later or deleted timeout is remembered,
 ///   and if the timer then fires before it, it moves once to curl's latest date without
 ///   calling curl. The dates and these decisions are ``CurlTimerSchedule``, a value.

@@ -3,8 +3,8 @@ import CCurl
 /// Idle curl easy handles, reused from one transfer to the next.
 ///
 /// `curl_easy_init` and `curl_easy_cleanup` allocate and free the handle and, on its first
-/// transfer, its buffers; per small request that was several percent of the CPU and most of
-/// the allocator's page faults (perf).
+/// transfer, its buffers; per small request that would be several percent of the CPU and
+/// most of the allocator's page faults (Docs/Performance.md, "Fixed so far").
 ///
 /// A handle comes back in one of two conditions:
 /// - *clean*: put through `curl_easy_reset`, every option at its default;

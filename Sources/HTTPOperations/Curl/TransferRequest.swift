@@ -117,17 +117,17 @@ struct TransferRequest: Sendable {
     }
 
     /// The longest idle timeout: 2,147,483 s, about 24.8 days, the most libcurl 7.88 accepts
-    /// for `CURLOPT_CONNECTTIMEOUT` (it refuses more with `CURLE_BAD_FUNCTION_ARGUMENT`,
-    /// measured here). It accepts any `CURLOPT_CONNECTTIMEOUT_MS` but keeps timeouts in a C
+    /// for `CURLOPT_CONNECTTIMEOUT` (it refuses more with `CURLE_BAD_FUNCTION_ARGUMENT`).
+    /// It accepts any `CURLOPT_CONNECTTIMEOUT_MS` but keeps timeouts in a C
     /// `unsigned int` of milliseconds, narrowing larger values as each version sees fit: we
     /// stay within the limit it states.
     static let longestTimeout = TimeInterval(Int32.max / 1000)
 
     /// `interval` (a `URLRequest.timeoutInterval`) as the idle timeout given to curl: 60 s,
     /// URLRequest's default, when it is not positive or is NaN; ``longestTimeout`` when it is
-    /// longer, infinity included. Converting `.infinity` to whole milliseconds trapped on the
-    /// network thread and took the process down (issue 24), so every value curl is given
-    /// from it comes through here.
+    /// longer, infinity included. Converting `.infinity` to whole milliseconds traps, and on
+    /// the network thread that takes the process down, so every value curl is given from it
+    /// comes through here.
     static func idleTimeout(for interval: TimeInterval) -> TimeInterval {
         guard interval > 0 else { return 60 }  // false for NaN too
         return min(interval, longestTimeout)

@@ -191,8 +191,7 @@ struct ResponseHead: Sendable, Equatable {
 struct ResponseHeadParser {
     /// The head being read, from a status line with a valid code on; meaningful only while
     /// `readingHead`. Not an optional: every line would copy it out of one to test and change
-    /// it (callgrind: 16 outlined copies and destroys per small response, a third of the
-    /// parser's instructions), where a plain stored head is appended to in place.
+    /// it, where a plain stored head is appended to in place.
     private var head = ResponseHead(statusCode: 0, httpVersion: "")
     /// A status line with a valid code started `head`, and no blank line has ended it yet;
     /// false before one, or after a status line whose code did not parse (its fields are then
@@ -317,8 +316,8 @@ func asciiLowercased(_ byte: UInt8) -> UInt8 {
 /// as RFC 9110 §5.1 says, without Foundation's locale-aware comparison.
 func fieldNamesMatch(_ lhs: String, _ rhs: String) -> Bool {
     // Native strings know their length and lend their bytes: most names differ in length,
-    // and the rest are compared without the generic iterator (1.6% of the network thread's
-    // time for small GETs when they went through `elementsEqual`).
+    // and the rest are compared without the generic iterator, which costs on every field of
+    // every response (Docs/Performance.md, "Fixed so far").
     guard lhs.utf8.count == rhs.utf8.count else { return false }
     let compared = lhs.utf8.withContiguousStorageIfAvailable { fieldNamesMatch($0, rhs) }
     return compared ?? lhs.utf8.elementsEqual(rhs.utf8) { asciiLowercased($0) == asciiLowercased($1) }

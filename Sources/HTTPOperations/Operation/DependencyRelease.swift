@@ -8,11 +8,10 @@ import Glibc
 /// instead of one inside the other.
 ///
 /// Foundation's `Operation` holds its dependencies strongly. Releasing the last operation of
-/// a chain released the one before it from inside its `deinit`, whose `deinit` released the
-/// one before that, and so on: a few stack frames per link, until the stack overflowed (a
-/// chain of 100,000 ``HTTPRequestOperation``s that never started, on an 8 MiB stack; a
-/// chain of cancelled ones run through a manager died at 40,000; the benchmark's chains of
-/// 10,000 GETs; issue 24).
+/// a chain would release the one before it from inside its `deinit`, whose `deinit` would
+/// release the one before that, and so on: a few stack frames per link, so a chain of tens of
+/// thousands of operations would overflow a thread's stack (`DependencyChainTests` builds
+/// such chains).
 ///
 /// So ``URLConnectionOperation``'s `deinit` takes its dependencies off itself
 /// (`removeDependency`) and hands them here. The outermost such `deinit` on a thread releases

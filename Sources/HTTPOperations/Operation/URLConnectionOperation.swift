@@ -227,8 +227,8 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
 
     /// Takes the dependencies off the operation and releases them through
     /// ``DependencyRelease``, one at a time: Foundation's `Operation` holds them strongly, and
-    /// releasing them from here, each from its own `deinit`, overflowed the stack for a long
-    /// chain (100,000 operations on an 8 MiB stack; issue 24).
+    /// releasing them from here, each from its own `deinit`, would overflow the stack for a
+    /// long chain.
     ///
     /// corelibs' `removeDependency` is safe here (read in its source): under the two
     /// operations' locks it removes the dependency and this operation from the dependency's

@@ -41,8 +41,8 @@ public struct HTTPRequestSerializer: URLRequestSerialization {
     }
     /// ``headers`` as Foundation keeps them once set on a request: names capitalized, a value
     /// it refuses left out. Applied to each request in one step: set one at a time, Foundation
-    /// checks each value character by character and capitalizes each name every time (a
-    /// quarter of a small GET's instructions; Docs/Performance.md).
+    /// checks each value character by character and capitalizes each name every time (a large
+    /// share of a small GET's instructions; CHANGELOG.md has the figures).
     private var preparedHeaders: [String: String] = [:]
 
     /// The encoding of form bodies and its `charset`. Default UTF-8.

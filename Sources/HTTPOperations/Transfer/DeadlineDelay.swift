@@ -6,8 +6,8 @@ extension Duration {
     /// longer than `Int.max` nanoseconds (about 292 years), which is how `.seconds(Int64.max)`
     /// says "no limit". A negative duration is no delay. Below a nanosecond, truncated.
     ///
-    /// Multiplying the seconds by 10⁹ in `Int` trapped for any duration past those 292 years,
-    /// on the network thread, taking the process down (issue 24); here no arithmetic can
+    /// Multiplying the seconds by 10⁹ in `Int` would trap for any duration past those 292
+    /// years, on the network thread, taking the process down; here no arithmetic can
     /// overflow.
     var dispatchDelay: DispatchTimeInterval? {
         guard self > .zero else { return .nanoseconds(0) }

@@ -47,7 +47,7 @@ extension TransferDriver {
                 guard !self.withMachine({ $0.isFinished }) else { return }
                 if let answer, challenge.isProxyChallenge {
                     // A 407 came from the proxy: its answer goes to the proxy, never to the
-                    // origin (it used to be sent as the origin's credential).
+                    // origin as the origin's credential.
                     self.inputs.proxyCredential = answer
                 } else if let answer {
                     // The answer is for the origin that asked.

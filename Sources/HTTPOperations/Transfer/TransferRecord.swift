@@ -37,8 +37,7 @@ extension URLConnectionOperation.State {
     /// The record, made by the first write.
     var record: URLConnectionOperation.TransferRecord {
         // One path each, straight to the storage: a read that chose between two sources
-        // (a storage or `initial`) copied the record out on every read (7,700 instructions
-        // per small GET).
+        // (a storage or `initial`) would copy the record out on every read.
         _read { yield recordStorage.value }
         _modify {
             if recordStorage === URLConnectionOperation.initialRecordStorage {

@@ -9,8 +9,8 @@ import Glibc
 ///
 /// A body of a megabyte, allocated and freed per response, is mapped fresh by the allocator
 /// each time, and the kernel then zeroes and maps every page as the body is written: on 1 MiB
-/// GETs that was most of the CPU (perf: page faults inside the copy, and `madvise` when the
-/// allocator gave the pages back). A body taken from here is handed to the caller as `Data`
+/// GETs, page faults inside the copy and `madvise` when the allocator gives the pages back
+/// would be most of the CPU (Docs/Performance.md, "Fixed so far"). A body taken from here is handed to the caller as `Data`
 /// without a copy, and its memory comes back here when the last copy of that `Data` is gone,
 /// with its pages still mapped for the next body.
 ///
@@ -21,9 +21,9 @@ import Glibc
 /// Idle buffers decay: one that waited here through a whole ``decayInterval`` (no request
 /// of that interval needed it) is given back to the kernel at the end of it. So the pool
 /// holds what recent traffic used, not the most that one burst ever did: without decay, the
-/// buffers of a burst of concurrent downloads stayed for the life of the process, and a
-/// server's resident memory rose in a step with every new peak (the soak measured 3.7 MiB of
-/// idle buffers left from bursts; Docs/Reliability.md). The pool is swept when a buffer is
+/// buffers of a burst of concurrent downloads would stay for the life of the process, and a
+/// server's resident memory would rise in a step with every new peak (Docs/Reliability.md,
+/// the soak). The pool is swept when a buffer is
 /// taken or returned, so a pool nobody uses keeps what it has until traffic comes back.
 ///
 /// Pooled sizes are mapped with `mmap` rather than taken from `malloc`, so that a buffer

@@ -43,9 +43,9 @@ final class BodyWriter: Sendable {
     /// Bytes per hand-over: 400 write(2) calls for 100 MiB.
     static let bufferSize = 256 << 10
     /// Buffers handed to the queue and not yet written before the transfer waits. Deep enough
-    /// that a write the kernel slows now and then does not stop the receiving: at 2 the
-    /// transfer paused ~60 times per 100 MiB and ran 0.87× as fast (paired runs; see
-    /// Docs/Performance.md). With the buffer being filled, at most 1.75 MiB per download.
+    /// that a write the kernel slows now and then does not stop the receiving (a shallower
+    /// queue pauses the transfer again and again: Docs/Performance.md, "What limits each
+    /// figure"). With the buffer being filled, at most 1.75 MiB per download.
     static let buffersAhead = 6
 
     private struct Shared {

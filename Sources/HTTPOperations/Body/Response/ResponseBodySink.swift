@@ -49,7 +49,7 @@ final class ResponseBodySink {
             let size = Int64((try? handle.seekToEnd()) ?? 0)
             // What is really on disk is what we hold, whatever a saved offset says. Only a file
             // that holds bytes is emptied: ext4 treats a truncation to zero as "replace via
-            // truncate" and flushes the whole new file from close(2) (37-42 ms for 100 MiB).
+            // truncate" and flushes the whole new file from close(2), a long stall.
             heldAtOpen = continuing ? size : 0
             let writer = BodyWriter(target: .file(handle, destination), queue: writerQueue(),
                                     emptyFirst: !continuing && size > 0, alreadyWritten: heldAtOpen,
@@ -129,8 +129,8 @@ final class ResponseBodySink {
     /// Reserves room in memory for a body of `length` bytes, at most `limit`: the server's
     /// word is trusted only as far as the caller's ``URLConnectionOperation/maximumBodySize``
     /// (an announced length beyond it is refused before this). Reserved pages that are never
-    /// written are address space, not resident memory. Growing by doubling instead cost
-    /// 0.64x the throughput of a 100 MiB body (paired runs).
+    /// written are address space, not resident memory. Growing by doubling instead would copy
+    /// a large body again at each step (Docs/Performance.md, "Fixed so far").
     func reserve(_ length: Int64, limit: Int64) {
         if case .memory = storage, length > 0 {
             memory.reserve(Int(min(length, limit)))

@@ -5,12 +5,12 @@ extension ResponseHead {
     /// from the bytes received leniently: a value that is not UTF-8 keeps its bytes, and a
     /// field whose name is not a token (curl passes such lines on) is left out.
     ///
-    /// Made for what it costs: the `HTTPFields` of a small GET's eight fields took 18,100
-    /// instructions (callgrind, 2026-11-26), 7,900 of them in swift-http-types validating each
-    /// value as UTF-8 through unspecialized generic code, and 1,500 lowercasing names. Here a
-    /// common name is not made again (``CommonFieldNames``) and a plain ASCII value becomes
-    /// its `String` directly. (Collecting the fields in an array and appending them at once
-    /// cost more: swift-http-types' `replaceSubrange` is generic too.)
+    /// Made for what it costs: swift-http-types validates each value as UTF-8 through
+    /// unspecialized generic code and lowercases each name, most of what an `HTTPFields` of a
+    /// small response costs (Docs/Performance.md, "Fixed so far"). Here a common name is not
+    /// made again (``CommonFieldNames``) and a plain ASCII value becomes its `String`
+    /// directly, one field at a time (swift-http-types' `replaceSubrange`, to append them at
+    /// once, is generic too).
     /// `HTTPTypesConversion.fieldNamesKeepTheirSpelling` holds the result to the library's own.
     var httpFields: HTTPFields {
         var fields = HTTPFields()

@@ -13,8 +13,7 @@ extension URLRequest {
     ///
     /// The library sets the method on every request, a GET's too, through Foundation's
     /// `httpMethod` setter, which normalizes what it is given; a GET is Foundation's default,
-    /// so here it is left alone. The fields are joined as the library joins them. The door's
-    /// request went from 2.6% to 1.9% of a small GET's CPU samples (perf, 2026-11-26).
+    /// so here it is left alone. The fields are joined as the library joins them.
     /// `HTTPTypesConversion.itMakesWhatTheLibraryMakes` holds it to the library's result.
     ///
     /// Nil when the request names no URL (a path alone, say).
