@@ -7,8 +7,8 @@ import Synchronization
 ///
 /// Foundation's queue on Linux walks every operation that is not ready each time a slot
 /// frees, so an `addDependency` chain costs time quadratic in its length at
-/// `maxConcurrentOperationCount` > 1 (DESIGN.md, "Traps measured on this toolchain"; the
-/// figures are in Docs/Performance.md). Here a waiting operation costs nothing until
+/// `maxConcurrentOperationCount` > 1 (Docs/Architecture.md, "Facts measured on this
+/// toolchain"). Here a waiting operation costs nothing until
 /// its last dependency reports its outcome; dependencies stay declared with
 /// `addDependency`, so Foundation's own ordering still holds.
 ///

@@ -251,8 +251,8 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
 
     /// Enqueues `operation` on ``operationQueue`` — at once when it is ready, or as soon as
     /// every dependency has finished. Foundation's queue re-examines every operation that is
-    /// not ready each time one finishes (quadratic in a chain's length: DESIGN.md), so the
-    /// manager keeps waiting operations to itself.
+    /// not ready each time one finishes (quadratic in a chain's length: Docs/Architecture.md),
+    /// so the manager keeps waiting operations to itself.
     ///
     /// Once ``shutdown(gracePeriod:pauseDownloads:stoppingNetworkThread:)`` has begun, the operation is refused
     /// instead: a `URLConnectionOperation` fails with ``TransferError`` `.managerShutDown`,

@@ -163,9 +163,10 @@ extension CurlTransfer {
 
     /// A reader for `stream` whose news of data unpauses this transfer, if it still runs.
     func makeBodyReader(for stream: InputStream) -> BodyReader {
-        // Found again on the network thread, where transfers live; the reader's queue only
-        // carries it there.
-        let transfer = ThreadConfined(WeakReference(object: self))
+        // Made and found again on the network thread, where transfers live; the reader's
+        // queue only carries it there.
+        assert(NetworkThread.shared.isCurrentThread, "a transfer makes its body reader on the network thread")
+        let transfer = ThreadConfined(reachedOnlyFrom: WeakReference(object: self))
         return BodyReader(stream: stream, queue: request.bodyQueue ?? DispatchQueue(label: "HTTPOperations.reader"),
                           rewindFirst: request.rewindsBody, trailers: request.requestTrailers) {
             NetworkThread.shared.perform {

@@ -6,16 +6,30 @@
 /// runs on the thread of the first access (``OneThreadCheck``); so the promise that made such
 /// fields `@unchecked Sendable` in each class that held them is made, and checked, here once,
 /// and those classes are checked `Sendable`. The first access, not the creation, picks the
-/// thread: an object made on one thread and used on another (a reader made for a transfer
-/// before it is added to curl) is fine, and a test can drive it from its own thread.
+/// thread: a body writer is made on the thread that starts its operation and used on the
+/// network thread, and a test can drive one from its own thread.
+///
+/// The value comes in `sending`: the thread that made it keeps no way to reach it, so the
+/// first accessing thread holds it alone. ``init(reachedOnlyFrom:)`` is for the one value
+/// that cannot come in so (a weak reference to an object its maker goes on using), and says
+/// how its uses keep the rule.
 final class ThreadConfined<Value>: @unchecked Sendable {
-    // @unchecked Sendable: `value` is reached only through `withValue`, on one thread (checked
-    // in debug builds), and by `valueInDeinit` once no thread can reach this object.
+    // @unchecked Sendable: `value` comes in `sending` (or, through `init(reachedOnlyFrom:)`,
+    // from the thread it belongs to), is reached only through `withValue`, on one thread
+    // (checked in debug builds), and by `unsafeValueInDeinit` once no thread can reach this
+    // object.
     private var value: Value
     private let owner = OneThreadCheck()
 
     /// Keeps `value`; the first ``withValue(entry:_:)`` picks the thread it belongs to.
-    init(_ value: Value) {
+    init(_ value: sending Value) {
+        self.value = value
+    }
+
+    /// Keeps `value`, which the calling thread may still reach: only for a value made on the
+    /// thread it belongs to, which the caller asserts (a weak reference made and read on the
+    /// network thread).
+    init(reachedOnlyFrom value: Value) {
         self.value = value
     }
 
@@ -28,9 +42,9 @@ final class ThreadConfined<Value>: @unchecked Sendable {
         return try body(&value)
     }
 
-    /// The value, without the check: for the holder's `deinit`, which runs on whichever thread
-    /// let go of it last, once no other can reach it.
-    var valueInDeinit: Value { value }
+    /// The value, without the check: only for the holder's `deinit`, which runs on whichever
+    /// thread let go of it last, once no other can reach it.
+    var unsafeValueInDeinit: Value { value }
 }
 
 /// A weak reference, as a value: what a ``ThreadConfined`` keeps to find an object again

@@ -85,6 +85,7 @@ extension TransferDriver {
 
     /// Writing the body failed: the download ends with that failure, whatever it was doing.
     func writerFailed(_ error: URLError) {
+        assertOnNetworkThread()
         guard let outcome = withMachine({ $0.writerFailed(error) }) else { return }
         stopTransfer()
         report(outcome, of: nil)
@@ -93,6 +94,7 @@ extension TransferDriver {
     /// The writer made room: a consumer gets the bytes that waited for it, and the transfer
     /// that waited for room goes on, if it still runs.
     func writerHasRoom() {
+        assertOnNetworkThread()
         sink?.handOverIfIdle()
         let attempt = transferAttempt
         guard withMachine({ $0.attempt.number == attempt && $0.writerCaughtUp() }), let transfer else { return }

@@ -8,7 +8,7 @@ extension TransferDriver {
     /// covers transfers, retry waits, block decisions and pauses alike.
     func armDeadline(after limit: Duration) {
         // Longer than about 292 years is no limit (`.seconds(Int64.max)`): nothing to arm.
-        // Multiplying the seconds here trapped on the network thread for such a limit.
+        // Multiplying its seconds here would trap, on the network thread.
         guard let delay = limit.dispatchDelay else { return }
         let connection = WeakTransferDriver(self)
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) {

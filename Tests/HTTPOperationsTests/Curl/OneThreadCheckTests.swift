@@ -37,11 +37,31 @@ extension AllTests {
             #expect(String(decoding: try #require(result).standardErrorContent, as: UTF8.self).contains(Self.message))
         }
 
-        @Test func theFirstAccessNotTheCreationPicksTheThread() {
-            let confined = ThreadConfined(0)
-            OneThreadCheckTests.onASecondThread { confined.withValue { $0 += 1 } }
-            OneThreadCheckTests.onASecondThread { _ = confined.valueInDeinit }
-            #expect(confined.valueInDeinit == 1)
+        /// In a child process: a check that failed here would stop the whole run.
+        @Test func theFirstAccessNotTheCreationPicksTheThread() async {
+            await #expect(processExitsWith: .success) {
+                let confined = ThreadConfined(0)
+                OneThreadCheckTests.onASecondThread {
+                    confined.withValue { $0 += 1 }
+                    confined.withValue { $0 += 1 }
+                }
+            }
+        }
+
+        /// A writer is made on the thread that starts its operation and used on the network
+        /// thread: every entry, there, passes.
+        @Test func aWriterMadeOnOneThreadIsUsedOnAnother() async {
+            await #expect(processExitsWith: .success) {
+                let writer = BodyWriter(target: .stream(OutputStream.toMemory()), queue: DispatchQueue(label: "writer"),
+                                        roomAvailable: {})
+                OneThreadCheckTests.onASecondThread {
+                    for entry in WriterEntry.allCases where entry != .close { entry.call(on: writer) }
+                    Data(repeating: 1, count: 10).withUnsafeBytes { writer.append($0) }
+                    let closed = DispatchSemaphore(value: 0)
+                    writer.close { _ in closed.signal() }
+                    closed.wait()
+                }
+            }
         }
 
         /// Every entry of the writer that touches its network-thread fields checks: the buffer

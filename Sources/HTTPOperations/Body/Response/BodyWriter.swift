@@ -127,7 +127,7 @@ final class BodyWriter: Sendable {
     }
 
     deinit {
-        if let buffer = filling.valueInDeinit.buffer { pool.recycle(buffer) }
+        if let buffer = filling.unsafeValueInDeinit.buffer { pool.recycle(buffer) }
     }
 
     /// The first write, truncation or close that failed.
