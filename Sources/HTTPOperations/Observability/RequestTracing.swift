@@ -25,7 +25,14 @@ enum RequestTracing {
 
     /// The tracer bootstrapped with `InstrumentationSystem` (or bound to the current task), or
     /// nil when it is the no-op one, so an application without tracing pays nothing per request.
+    ///
+    /// Asked for every operation made. The instrument in effect (the task's, else the
+    /// bootstrapped one) is looked at first: when it is the no-op instrument, which no
+    /// application that traces has, the tracer that `InstrumentationSystem.tracer` would find
+    /// in it is the no-op one, and its search (a second lock, and casts to the `Tracer`
+    /// protocol) is skipped.
     static var currentTracer: (any Tracer)? {
+        if type(of: InstrumentationSystem.instrument) == NoOpInstrument.self { return nil }
         let tracer = InstrumentationSystem.tracer
         return tracer is NoOpTracer ? nil : tracer
     }
