@@ -134,20 +134,6 @@ extension AllTests {
             #expect(!names.isEmpty && !names.contains("traceparent") && !names.contains(InMemoryTracer.traceIDKey))
         }
 
-        /// The no-op tracer bound to the task is no tracer, as the no-op instrument is (the
-        /// default, which `currentTracer` looks at first).
-        @Test func theNoOpTracerBoundToTheTaskTracesNothing() {
-            let op = withTracer(NoOpTracer()) {
-                HTTPRequestOperation(request: URLRequest(url: testServer.url(.bytes(1))))
-            }
-            #expect(op.tracer == nil)
-            #expect(HTTPRequestOperation(request: URLRequest(url: testServer.url(.bytes(1)))).tracer == nil)
-            let traced = withTracer(InMemoryTracer()) {
-                HTTPRequestOperation(request: URLRequest(url: testServer.url(.bytes(1))))
-            }
-            #expect(traced.tracer is InMemoryTracer)
-        }
-
         @Test func aTracerBoundToTheTaskIsTakenWhenTheOperationIsMade() async throws {
             let tracer = InMemoryTracer()
             let op = withTracer(tracer) {
