@@ -12,8 +12,8 @@ import CoreFoundation
 ///   `timerfd_settime`, so it moves only *earlier* when curl asks; a later or deleted timeout
 ///   is just remembered, and a firing before it moves the timer once to ``requestedDate``.
 ///
-/// curl's timer is one-shot (Docs/Architecture.md): a firing that finds curl's date due calls curl once
-/// and clears both dates. Only curl arms it again, through its callback.
+/// curl's timer is one-shot (Docs/Architecture.md): a firing that finds curl's date due calls
+/// curl once and clears both dates. Only curl arms it again, through its callback.
 struct CurlTimerSchedule: Equatable {
     /// What ``CurlMulti`` must do after an event.
     enum Action: Equatable {

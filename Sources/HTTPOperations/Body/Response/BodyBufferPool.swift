@@ -10,9 +10,9 @@ import Glibc
 /// A body of a megabyte, allocated and freed per response, is mapped fresh by the allocator
 /// each time, and the kernel then zeroes and maps every page as the body is written: on 1 MiB
 /// GETs, page faults inside the copy and `madvise` when the allocator gives the pages back
-/// would be most of the CPU (Docs/Performance.md, "Fixed so far"). A body taken from here is handed to the caller as `Data`
-/// without a copy, and its memory comes back here when the last copy of that `Data` is gone,
-/// with its pages still mapped for the next body.
+/// would be most of the CPU (Docs/Performance.md, "Fixed so far"). A body taken from here is
+/// handed to the caller as `Data` without a copy, and its memory comes back here when the
+/// last copy of that `Data` is gone, with its pages still mapped for the next body.
 ///
 /// Buffers come in power-of-two sizes from 64 KiB to 16 MiB; a larger body gets a mapping of
 /// its own in transparent huge pages (``mapLarge(_:)``), given back when its `Data` is gone.
@@ -23,8 +23,8 @@ import Glibc
 /// holds what recent traffic used, not the most that one burst ever did: without decay, the
 /// buffers of a burst of concurrent downloads would stay for the life of the process, and a
 /// server's resident memory would rise in a step with every new peak (Docs/Reliability.md,
-/// the soak). The pool is swept when a buffer is
-/// taken or returned, so a pool nobody uses keeps what it has until traffic comes back.
+/// the soak). The pool is swept when a buffer is taken or returned, so a pool nobody uses
+/// keeps what it has until traffic comes back.
 ///
 /// Pooled sizes are mapped with `mmap` rather than taken from `malloc`, so that a buffer
 /// given back leaves resident memory: once one such block has been freed, glibc serves blocks
