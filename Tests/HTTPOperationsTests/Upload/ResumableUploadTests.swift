@@ -89,7 +89,7 @@ extension AllTests {
             #expect(run.log.prefix(3) == ["OPTIONS 204", "POST drop", "HEAD 204"])
         }
 
-        /// Review finding 8: a server not known to resume (no `Upload-Limit`) gets the whole
+        /// A server not known to resume (no `Upload-Limit`) gets the whole
         /// upload with its creation, `Upload-Complete: ?1`, never a part taken for the whole;
         /// dropped after its 104, it goes on with appends. One that limits appends gets no more.
         @Test func theDraftSendsTheWholeUploadToAServerNotKnownToResumeAndHonoursUploadLimit() async throws {
@@ -262,7 +262,7 @@ extension AllTests {
             #expect(operation.resumeData == nil)
         }
 
-        /// Review finding 3: a cancel while the upload waits for a stream's next bytes ends it.
+        /// A cancel while the upload waits for a stream's next bytes ends it.
         @Test func aCancelEndsAWaitForAStreamsBytes() async throws {
             let run = try UploadRun(size: 50_000)
             let (stream, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
@@ -279,15 +279,10 @@ extension AllTests {
             continuation.finish()
         }
 
-        /// Review finding 6: a file rewritten during the upload with its size and modification
+        /// A file rewritten during the upload with its size and modification
         /// time put back (as `touch -r` or `rsync -t` do) is refused at the next chunk.
         @Test func aFileChangedWithItsModificationTimeRestoredIsRefused() async throws {
-            var options = UploadStore.Options()
-            options.checksumAlgorithms = []
-            let run = try UploadRun(size: 100_000, options: options, faults: [3: .stall(milliseconds: 300)], signalAt: 32 << 10)
-            let operation = run.operation()
-            operation.start()
-            try await run.reached.wait()
+            let (run, operation) = try await UploadRun.startedAndHeldMidway()
             var before = stat()
             #expect(stat(run.file.path, &before) == 0)
             var altered = run.content
@@ -347,7 +342,7 @@ extension AllTests {
             #expect(growth < 48 << 20, "peak memory grew by \(growth >> 20) MiB for a 200 MiB upload")
         }
 
-        /// Second review, finding 1: an operation made from resume data has that resume data
+        /// An operation made from resume data has that resume data
         /// before it starts (a Ctrl-C while a large file is hashed again must not lose it).
         @Test func resumeDataIsThereBeforeTheFileIsMeasuredAgain() throws {
             let run = try UploadRun(size: 1_000)
@@ -358,7 +353,7 @@ extension AllTests {
             #expect(operation.resumeData == data)
         }
 
-        /// Second review, finding 2: a cancel that ends a wait for a stream's bytes still deletes
+        /// A cancel that ends a wait for a stream's bytes still deletes
         /// the upload when asked to.
         @Test func aCancelDuringAStreamsWaitStillTerminates() async throws {
             var options = UploadStore.Options()
@@ -382,7 +377,7 @@ extension AllTests {
             continuation.finish()
         }
 
-        /// Second review, finding 6: the draft's 104 names the upload, and the resume data says
+        /// The draft's 104 names the upload, and the resume data says
         /// so at once (a crash during a whole-upload creation can go on from it).
         @Test func theDraftsInterimAnswerIsSavedInTheResumeData() async throws {
             var options = UploadStore.Options()
@@ -396,7 +391,7 @@ extension AllTests {
             #expect(saved.first?.acknowledgedOffset == 0)
         }
 
-        /// Second review, findings 3 and 7: a plain endpoint (no 104, no Location) that takes the
+        /// A plain endpoint (no 104, no Location) that takes the
         /// draft's whole-upload creation completes it; and a file whose metadata changed (chmod)
         /// but whose content did not goes on (the content is hashed again to tell).
         @Test func aPlainEndpointCompletesAndAChmodIsNotAChange() async throws {
@@ -411,12 +406,7 @@ extension AllTests {
             #expect(whole.log == ["OPTIONS 405", "POST 200"])
             #expect(whole.uploads.first?.bytes == whole.content)
 
-            var options = UploadStore.Options()
-            options.checksumAlgorithms = []
-            let run = try UploadRun(size: 100_000, options: options, faults: [3: .stall(milliseconds: 300)], signalAt: 32 << 10)
-            let operation = run.operation()
-            operation.start()
-            try await run.reached.wait()
+            let (run, operation) = try await UploadRun.startedAndHeldMidway()
             #expect(chmod(run.file.path, 0o600) == 0)
             try await waitUntilFinished(operation)
             #expect(operation.error == nil)

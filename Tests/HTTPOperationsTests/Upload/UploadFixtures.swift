@@ -69,6 +69,19 @@ final class UploadRun: Sendable {
         return operation
     }
 
+    /// An upload of 100,000 bytes without checksums, started, whose fourth request the server
+    /// holds for 300 ms: returned once 32 KiB are acknowledged, so a test can change the file
+    /// while the upload is under way.
+    static func startedAndHeldMidway() async throws -> (run: UploadRun, operation: ResumableUploadOperation) {
+        var options = UploadStore.Options()
+        options.checksumAlgorithms = []
+        let run = try UploadRun(size: 100_000, options: options, faults: [3: .stall(milliseconds: 300)], signalAt: 32 << 10)
+        let operation = run.operation()
+        operation.start()
+        try await run.reached.wait()
+        return (run, operation)
+    }
+
     /// The server's log of this collection's requests.
     var log: [String] { testServer.uploads.log(of: collection) }
     /// The uploads created in this collection.

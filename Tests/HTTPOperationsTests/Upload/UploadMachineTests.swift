@@ -163,7 +163,7 @@ extension AllTests {
             #expect(terminating.answered(.terminate, .status(204), jitter: 0) == .finish(.cancelled))
         }
 
-        /// Review finding 1: draft 05 lets a successful answer to `Upload-Complete: ?1` leave the
+        /// Draft 05 lets a successful answer to `Upload-Complete: ?1` leave the
         /// field out (its own examples do); that answer completes the upload.
         @Test func theDraftsLastAnswerWithoutUploadCompleteCompletes() {
             var machine = machine(length: 100, chunk: 60, .ietfDraft)
@@ -189,7 +189,7 @@ extension AllTests {
             #expect(asked.failures == 1)
         }
 
-        /// Review findings 2 and 4: a request's failure after a pause and a resume (its connection
+        /// A request's failure after a pause and a resume (its connection
         /// was closed by the pause) is neither a failure nor the end: the offset is asked.
         @Test func aRequestInterruptedByAPauseAndResumeAsksTheOffsetWithoutAFailure() {
             var machine = machine()
@@ -209,7 +209,7 @@ extension AllTests {
             #expect(machine.failures == 0)
         }
 
-        /// Review finding 7: appends answered without an offset, whose offset request shows no
+        /// Appends answered without an offset, whose offset request shows no
         /// progress, run out instead of alternating for ever.
         @Test func appendsAnsweredWithoutAnOffsetAndNoProgressRunOut() {
             var machine = machine { $0.maximumConsecutiveFailures = 3 }
@@ -224,7 +224,7 @@ extension AllTests {
             #expect(action == .finish(.retriesExhausted(attempts: 4)))
         }
 
-        /// Review finding 8: an `OPTIONS` answered 2xx without any tus field (a proxy's CORS
+        /// An `OPTIONS` answered 2xx without any tus field (a proxy's CORS
         /// answer) is no discovery; and an offset request naming another length is refused.
         @Test func aDiscoveryWithoutTusFieldsIsNoneAndAnotherLengthIsRefused() {
             var machine = machine()
@@ -239,7 +239,7 @@ extension AllTests {
                     == .finish(.failed(.invalidAnswer("the server's Upload-Length is 99, not 100"))))
         }
 
-        /// Second review, findings 3 and 4: a server that does not resume (its OPTIONS answered
+        /// A server that does not resume (its OPTIONS answered
         /// 501, no 104, no Location) took the whole upload when it answers 2xx to the creation that
         /// said `Upload-Complete: ?1`; a 5xx or 429 to the optional OPTIONS is no discovery, not a
         /// failure to retry.
