@@ -66,12 +66,12 @@ final class CurlTransfer {
     /// Reads a `.stream` body off the network thread; made when the transfer starts.
     var bodyReader: BodyReader?
 
-    init(request: TransferRequest, delegate: CurlTransferDelegate) {
+    init(request: consuming TransferRequest, delegate: CurlTransferDelegate) {
+        self.isPlain = request.isPlain
         self.request = request
         self.delegate = delegate
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
-        self.isPlain = request.isPlain
     }
 
     deinit {

@@ -5,7 +5,12 @@ import FoundationNetworking
 
 /// Everything one curl transfer needs, worked out from a `URLRequest` before it reaches the
 /// network thread, so the thread does no Foundation parsing.
-struct TransferRequest: Sendable {
+///
+/// Noncopyable: one transfer's request has one owner at a time (its builder, the driver's
+/// first transfer, then the ``CurlTransfer`` that sends it), and the compiler proves it is
+/// moved between them, never copied. A copy retains and releases every reference it holds,
+/// about a dozen (Docs/Performance.md, "The transfer request, moved").
+struct TransferRequest: ~Copyable, Sendable {
 
     /// The URL to fetch.
     var url: URL
@@ -91,29 +96,43 @@ struct TransferRequest: Sendable {
             throw URLError(.resourceUnavailable, url: url,
                            description: "No stored response answers \(url.absoluteString), and .returnCacheDataDontLoad forbids loading it.")
         }
-        self.url = url
-        self.allowedSchemes = allowedSchemes
-        self.method = (request.httpMethod ?? "GET").uppercased()
+        // Worked out and checked before the value is made: a noncopyable value cannot be
+        // left half-initialized by a throw.
+        let method = (request.httpMethod ?? "GET").uppercased()
         try HTTPFieldValidation.check(method: method, url: url)
-        self.headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         for (name, value) in headers {
             try HTTPFieldValidation.check(name: name, value: value, url: url)
         }
+        let body: RequestBody
+        var maximumSendRate: Int64?
         if let stream = request.httpBodyStream {
             let declared = request.value(forHTTPHeaderField: "Content-Length").flatMap { HTTPDecimal.parse($0) }
                 ?? (stream as? StreamedRequestBody)?.length
-            self.body = .stream(Handover(stream), length: declared)
-            self.maximumSendRate = (stream as? RewindableBodyStream)?.maximumSendRate
+            body = .stream(Handover(stream), length: declared)
+            maximumSendRate = (stream as? RewindableBodyStream)?.maximumSendRate
         } else if let data = request.httpBody {
-            self.body = .data(data)
+            body = .data(data)
         } else {
-            self.body = .none
+            body = .none
         }
         try RequestFraming.check(headers, body: body, url: url)
-        self.timeout = Self.idleTimeout(for: request.timeoutInterval)
-        if let credential, let user = credential.user {
-            self.credential = (user, credential.password ?? "")
-        }
+        self.init(url: url, method: method, headers: headers, body: body, timeout: Self.idleTimeout(for: request.timeoutInterval),
+                  credential: credential.flatMap { credential in credential.user.map { ($0, credential.password ?? "") } },
+                  allowedSchemes: allowedSchemes, maximumSendRate: maximumSendRate)
+    }
+
+    /// The transfer of a request already checked.
+    private init(url: URL, method: String, headers: [(name: String, value: String)], body: RequestBody, timeout: TimeInterval,
+                 credential: (user: String, password: String)?, allowedSchemes: Set<String>?, maximumSendRate: Int64?) {
+        self.url = url
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+        self.credential = credential
+        self.allowedSchemes = allowedSchemes
+        self.maximumSendRate = maximumSendRate
     }
 
     /// The longest idle timeout: 2,147,483 s, about 24.8 days, the most libcurl 7.88 accepts

@@ -163,30 +163,29 @@ extension URLConnectionOperation {
     /// the last progress, processResponse(), then the finished state, then the notification.
     /// - Parameter result: The answer, what was measured, and how to deliver it.
     func conclude(_ result: consuming TransferResult) {
-        let response = result.response, head = result.head, trailers = result.trailers, data = result.data
-        let error = result.error, complete = result.complete, timings = result.timings
-        let retries = result.retries, resumes = result.resumes, log = result.log, callbackQueue = result.callbackQueue
-        let progress = result.progress, completion = result.completionCheck, handoff = result.handoff
+        // The result's fields are read where they are used and captured by `deliver` one by
+        // one: bound to local names first, each was copied there, again into the closure, and
+        // released twice (Docs/Performance.md, "The transfer request, moved").
         let (completionQueue, group, pauseCompletions, consultedCache) = changingPhase { state in
             // Ended already when the connection reports; here for the outcomes found before
             // one existed (a request that could not be prepared, a cancel before start).
             state.machine.end()
             state.connection = nil
-            if let response {
+            if let response = result.response {
                 state.response = response
                 // Kept when it is the one the response was made from (the HTTPTypes door
                 // reads its fields as received); an older head would contradict it.
-                state.responseHead = head.flatMap { head in response.url.map { (head, $0) } }
+                state.responseHead = result.head.flatMap { head in response.url.map { (head, $0) } }
             }
-            state.responseData = data
+            state.responseData = result.data
             // A cancel that won the lock makes this a cancellation: no trailers of a failure.
-            state.responseTrailers = state.cancelRequested ? nil : trailers
-            state.timings = timings
+            state.responseTrailers = state.cancelRequested ? nil : result.trailers
+            state.timings = result.timings
             // Complete: there is nothing left to resume (in this lock, not one more).
-            if complete ?? (error == nil) { state.resumeData = nil }
+            if result.complete ?? (result.error == nil) { state.resumeData = nil }
             // A cancel that won the lock before this point turns any outcome into a
             // cancellation: a cancelled operation never reports success.
-            state.error = state.cancelRequested ? cancellationError() : error
+            state.error = state.cancelRequested ? cancellationError() : result.error
             // The blocks are done with: a block that captures its operation must not keep it
             // alive (they run on the callback queue, whose reporters hold their own copies).
             // Only from settings of its own: shared ones are the manager's (a block set on the
@@ -197,10 +196,12 @@ extension URLConnectionOperation {
             return (state.settings.configuration.completionQueue, state.settings.configuration.completionGroup, state.pendingPauseCompletions,
                     state.cacheExchange != nil)
         }
-        let queue = callbackQueue ?? completionQueue ?? .global()
+        let queue = result.callbackQueue ?? completionQueue ?? .global()
         // Pauses asked for before a connection existed, and now moot.
         for completion in pauseCompletions { queue.async(group: group, execute: completion) }
-        let deliver: @Sendable () -> Void = {
+        let deliver: @Sendable () -> Void = { [progress = result.progress, completion = result.completionCheck, data = result.data,
+                                              timings = result.timings, retries = result.retries, resumes = result.resumes,
+                                              log = result.log] in
             for reporter in progress { reporter.deliverPending() }
             // Before the serializer: a 304 to the cache's revalidation becomes the stored answer.
             // Read in the lock above, so an operation without a cache takes no lock more here.
@@ -215,11 +216,13 @@ extension URLConnectionOperation {
             let (observers, observation) = self.changingPhase { state in
                 // Idempotent, as the flags it replaced were: a second outcome moves nothing back.
                 state.delivery = max(state.delivery, .observersTaken)
-                defer {
-                    state.outcomeObservers.removeAll()
-                    state.observation.span = nil
-                }
-                return (state.outcomeObservers, state.observation)
+                // Taken, not copied: the span is ended once, and the metrics stay for the
+                // in-flight meter's last move.
+                let observation = Observation(metrics: state.observation.metrics, startedAt: state.observation.startedAt,
+                                              span: state.observation.span.take())
+                var observers: [@Sendable (URLConnectionOperation) -> Void] = []
+                swap(&observers, &state.outcomeObservers)
+                return (observers, observation)
             }
             // Before the observers: whoever awaits the outcome finds it measured.
             self.reportOutcome(observation, timings: timings, retries: retries, resumes: resumes)
@@ -234,7 +237,7 @@ extension URLConnectionOperation {
             NotificationCenter.default.post(name: .networkingOperationDidFinish, object: self,
                                             userInfo: timings.map { [Notification.transferTimingsKey: $0] })
         }
-        if let handoff {
+        if let handoff = result.handoff {
             // Consumed: the network thread must not hold the last reference to this operation.
             handoff.deliver(on: queue, group: group, consume deliver)
         } else {

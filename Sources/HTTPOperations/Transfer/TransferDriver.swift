@@ -120,16 +120,20 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
         self.downloadProgress = settings.downloadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
         let outputStream: BodyWriter.Target? = settings.bodyChannel.map { .consumer($0) }
             ?? settings.outputStream.value.map { .stream($0) }
-        let first = Result { try inputs.transferRequest(for: request) }
         // The first transfer holds the method upper-cased already, and the header fields as
-        // a list (cheaper to scan than the request's dictionary).
-        // Read through `map`, which lends the transfer: `try? first.get()` copied it (a retain
-        // and a release of each of its dozen references).
-        let read = try? first.map { transfer in
-            (method: transfer.method, sendsOwnRange: transfer.headers.contains { fieldNamesMatch($0.name, "Range") })
-        }.get()
-        let method = read?.method ?? (request.httpMethod ?? "GET").uppercased()
-        let sendsOwnRange = read?.sendsOwnRange ?? false
+        // a list (cheaper to scan than the request's dictionary): read before it is moved in.
+        let first: Result<TransferRequest, any Error>
+        let method: String
+        var sendsOwnRange = false
+        do {
+            let transfer = try inputs.transferRequest(for: request)
+            method = transfer.method
+            sendsOwnRange = transfer.headers.contains { fieldNamesMatch($0.name, "Range") }
+            first = .success(transfer)
+        } catch {
+            method = (request.httpMethod ?? "GET").uppercased()
+            first = .failure(error)
+        }
         let inMemory = settings.download.destination == nil && outputStream == nil
         let machineConfiguration = TransferStateMachine.Configuration(
             maximumRedirects: settings.maximumRedirects,
@@ -151,7 +155,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
                               lastModified: download.lastModified, knownLength: download.knownLength,
                               rangeWithoutValidator: download.rangeWithoutValidator)
         }
-        self.firstTransfer = first
+        self.firstTransfer = consume first
         openSink(stream: outputStream)
         // Counted until reported: the network thread does not stop under a live connection.
         NetworkThread.shared.connectionStarted()
@@ -223,8 +227,6 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
     /// The first request's transfer, worked out in `init`, for the first send (now, or on
     /// resume when the operation was paused before it).
     func takeFirstTransfer() -> Result<TransferRequest, any Error>? {
-        // Moved out, not copied and then cleared (a retain and a release of every reference
-        // the transfer holds).
         firstTransfer.take()
     }
 
@@ -277,7 +279,6 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
             sentBodyStream = ObjectIdentifier(stream)
         }
         do {
-            // Moved from `prepared` to the transfer without a copy on the way.
             var transferRequest: TransferRequest
             switch consume prepared {
             case .some(.success(let ready)): transferRequest = ready
