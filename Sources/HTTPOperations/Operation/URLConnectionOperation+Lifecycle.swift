@@ -163,9 +163,10 @@ extension URLConnectionOperation {
     /// the last progress, processResponse(), then the finished state, then the notification.
     /// - Parameter result: The answer, what was measured, and how to deliver it.
     func conclude(_ result: consuming TransferResult) {
-        // The result's fields are read where they are used and captured by `deliver` one by
-        // one: bound to local names first, each was copied there, again into the closure, and
-        // released twice (Docs/Performance.md, "The transfer request, moved").
+        // The result's fields are read where they are used, and `deliver` captures its own
+        // straight from the result: bound to local names first, each was copied there, then
+        // into the closure, and the locals released (Docs/Performance.md, "The transfer
+        // request, moved").
         let (completionQueue, group, pauseCompletions, consultedCache) = changingPhase { state in
             // Ended already when the connection reports; here for the outcomes found before
             // one existed (a request that could not be prepared, a cancel before start).

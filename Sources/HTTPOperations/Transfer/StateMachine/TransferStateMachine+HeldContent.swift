@@ -116,10 +116,12 @@ extension TransferStateMachine {
             let length = head.decodedContentLength
             expectedLength = length ?? -1
             guard head.statusCode == 200 else { return false }
-            let (etag, date) = (head.value(of: "ETag"), head.value(of: "Last-Modified"))
-            validator = ResumeValidator(etag: etag, lastModified: date, date: head.value(of: "Date"))
+            let (etag, modified) = (head.value(of: "ETag"), head.value(of: "Last-Modified"))
+            // `Date` only judges a `Last-Modified` that stands alone: not looked up otherwise.
+            let date = etag == nil && modified != nil ? head.value(of: "Date") : nil
+            validator = ResumeValidator(etag: etag, lastModified: modified, date: date)
             isNamed = validator != nil
-            (entityTag, lastModified) = (etag, date)
+            (entityTag, lastModified) = (etag, modified)
             knownLength = length
             return true
         }
