@@ -214,16 +214,19 @@ extension URLConnectionOperation {
                 }
             }
             self.processResponse()
-            let (observers, observation) = self.changingPhase { state in
+            let observers = self.changingPhase { state in
                 // Idempotent, as the flags it replaced were: a second outcome moves nothing back.
                 state.delivery = max(state.delivery, .observersTaken)
-                // Taken, not copied: the span is ended once, and the metrics stay for the
-                // in-flight meter's last move.
-                let observation = Observation(metrics: state.observation.metrics, startedAt: state.observation.startedAt,
-                                              span: state.observation.span.take())
                 var observers: [@Sendable (URLConnectionOperation) -> Void] = []
                 swap(&observers, &state.outcomeObservers)
-                return (observers, observation)
+                return observers
+            }
+            // Taken, not copied: the span is ended once, and the metrics stay for the in-flight
+            // meter's last move. In a lock of its own: returned through `changingPhase`'s
+            // generic tuple, it was copied twice more.
+            let observation = self.state.withLock { state in
+                Observation(metrics: state.observation.metrics, startedAt: state.observation.startedAt,
+                            span: state.observation.span.take())
             }
             // Before the observers: whoever awaits the outcome finds it measured.
             self.reportOutcome(observation, timings: timings, retries: retries, resumes: resumes)
