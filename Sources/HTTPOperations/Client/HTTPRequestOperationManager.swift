@@ -301,7 +301,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
             return operation
         } catch {
             let configuration = defaultConfiguration
-            let (queue, group) = (configuration.completionQueue ?? .global(), configuration.completionGroup)
+            let (queue, group) = (configuration.completionQueue ?? URLConnectionOperation.defaultCallbackQueue, configuration.completionGroup)
             queue.async(group: group) { failure?(nil, error) }
             return nil
         }

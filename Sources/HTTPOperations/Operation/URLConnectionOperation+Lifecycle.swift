@@ -116,7 +116,7 @@ extension URLConnectionOperation {
             return queued || completion == nil
         }
         guard !taken, let completion else { return }
-        let (queue, group) = state.withLock { ($0.settings.configuration.completionQueue ?? .global(), $0.settings.configuration.completionGroup) }
+        let (queue, group) = state.withLock { ($0.settings.configuration.completionQueue ?? Self.defaultCallbackQueue, $0.settings.configuration.completionGroup) }
         queue.async(group: group, execute: completion)
     }
 
@@ -197,7 +197,7 @@ extension URLConnectionOperation {
             return (state.settings.configuration.completionQueue, state.settings.configuration.completionGroup, state.pendingPauseCompletions,
                     state.cacheExchange != nil)
         }
-        let queue = result.callbackQueue ?? completionQueue ?? .global()
+        let queue = result.callbackQueue ?? completionQueue ?? Self.defaultCallbackQueue
         // Pauses asked for before a connection existed, and now moot.
         for completion in pauseCompletions { queue.async(group: group, execute: completion) }
         let deliver: @Sendable () -> Void = { [progress = result.progress, completion = result.completionCheck, data = result.data,
@@ -249,10 +249,14 @@ extension URLConnectionOperation {
         }
     }
 
+    /// Where callbacks run when no completion queue is set: the global queue. Made once,
+    /// because `DispatchQueue.global()` makes a new object on every call.
+    static let defaultCallbackQueue = DispatchQueue.global()
+
     /// A serial queue for one operation's callbacks, running them on `completionQueue` (a
     /// global concurrent queue when nil): in order, never two at once.
     static func makeCallbackQueue(targeting completionQueue: DispatchQueue?) -> DispatchQueue {
-        DispatchQueue(label: "HTTPOperations.callbacks", target: completionQueue ?? .global())
+        DispatchQueue(label: "HTTPOperations.callbacks", target: completionQueue ?? defaultCallbackQueue)
     }
 
     func cancellationError() -> URLError {

@@ -200,7 +200,9 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
 
     /// The head of an HTTP response whose `HTTPURLResponse` nobody has asked for yet.
     var unbuiltResponseHead: ResponseHead? {
-        state.withLock { $0.response == nil ? $0.responseHead?.head : nil }
+        // From the record itself: through the state's forwarding accessor, a read coroutine
+        // within a read coroutine, the read allocated its frame.
+        state.withLock { $0.response == nil ? $0.record.responseHead?.head : nil }
     }
 
     /// A process-unique id (`httpop-1f`), logged with everything about this operation under

@@ -114,7 +114,7 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
             || settings.informationalBlock != nil
         let queue = callbacksBeforeTheOutcome
             ? URLConnectionOperation.makeCallbackQueue(targeting: settings.configuration.completionQueue)
-            : settings.configuration.completionQueue ?? .global()
+            : settings.configuration.completionQueue ?? URLConnectionOperation.defaultCallbackQueue
         self.callbackQueue = queue
         self.uploadProgress = settings.uploadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
         self.downloadProgress = settings.downloadProgress.map { ProgressReporter(block: $0, callbackQueue: queue) }
@@ -163,6 +163,11 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
 
     /// Opens the file or stream the body goes to (or prepares memory).
     private func openSink(stream: BodyWriter.Target?) {
+        guard download.destination != nil || stream != nil else {
+            // Memory has no writer, so no writer callbacks to make (two weak references).
+            sink = ResponseBodySink()
+            return
+        }
         do {
             let continuing = download.continuing || download.validator != nil
             sink = try ResponseBodySink(destination: download.destination, stream: stream, continuing: continuing,

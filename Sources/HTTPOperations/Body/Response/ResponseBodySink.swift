@@ -30,6 +30,12 @@ final class ResponseBodySink {
     /// saved offset says. 0 for memory, a stream or a file that is emptied.
     let heldAtOpen: Int64
 
+    /// A sink for memory.
+    init() {
+        heldAtOpen = 0
+        storage = .memory
+    }
+
     /// A sink for memory (`destination` and `stream` nil), a destination file, or a stream
     /// (a caller's `OutputStream` or a ``ResponseBodyChannel``).
     ///
