@@ -17,8 +17,16 @@ extension HeadOnlyDecoding {
     /// The decoded body, when the head alone shows the response is accepted and the body
     /// decodes; nil when the ordinary path must decide (it then builds the response).
     func objectAcceptedFromHead(_ head: ResponseHead, data: Data?) -> AcceptedObject? {
-        guard case .plain(let mimeType) = head.contentTypeReading,
-              rejections(statusCode: head.statusCode, mimeType: mimeType, data: data).isEmpty,
+        // Without acceptable types the MIME type judges nothing, and the library's decoders
+        // do not read it: not read at all then (the default `HTTPResponseSerializer`).
+        let mimeType: String?
+        if acceptableContentTypes == nil {
+            mimeType = nil
+        } else {
+            guard case .plain(let read) = head.contentTypeReading else { return nil }
+            mimeType = read
+        }
+        guard rejections(statusCode: head.statusCode, mimeType: mimeType, data: data).isEmpty,
               let object = try? AcceptedObject(decode(response: nil, data: data)) else {
             return nil
         }

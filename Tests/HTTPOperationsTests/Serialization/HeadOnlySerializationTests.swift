@@ -34,6 +34,12 @@ extension AllTests {
             { HTTPResponseSerializer() }, { JSONResponseSerializer() }, { XMLParserResponseSerializer() },
             { XMLDocumentResponseSerializer() }, { PropertyListResponseSerializer() }, { ImageResponseSerializer() },
             { DecodableResponseSerializer<[String: Int]>() },
+            // The default one judges no type; given types, it reads the head's.
+            {
+                var data = HTTPResponseSerializer()
+                data.acceptableContentTypes = ["application/json", "image/png"]
+                return data
+            },
             // Settings kept as given, in mixed case: compared ignoring case on both paths.
             {
                 var json = JSONResponseSerializer()
