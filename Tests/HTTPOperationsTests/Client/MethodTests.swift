@@ -5,12 +5,27 @@ import Testing
 
 extension AllTests {
     @Suite struct Methods {
-        @Test(arguments: ["GET", "DELETE"])
+        /// curl adds `Content-Type` and `Expect` on its own only to a body it sends, so a
+        /// request without one needs no line telling it not to.
+        @Test(arguments: ["GET", "DELETE", "OPTIONS", "PURGE"])
         func methodsWithoutABodySendNone(method: String) async throws {
             let echo = try echoed(try await run(operation(.echo, method: method)))
             #expect(echo["method"] as? String == method)
             #expect(echo["bodyLength"] as? Int == 0)
             let headers = try #require(echo["headers"] as? [String: String])
+            #expect(headers["content-type"] == nil)
+            #expect(headers["expect"] == nil)
+        }
+
+        /// A method that carries a body sends an empty one as `Content-Length: 0`, without the
+        /// form `Content-Type` curl would give a POST.
+        @Test(arguments: ["POST", "PUT", "PATCH"])
+        func methodsThatCarryABodySendAnEmptyOneAsLengthZero(method: String) async throws {
+            let echo = try echoed(try await run(operation(.echo, method: method)))
+            #expect(echo["method"] as? String == method)
+            #expect(echo["bodyLength"] as? Int == 0)
+            let headers = try #require(echo["headers"] as? [String: String])
+            #expect(headers["content-length"] == "0")
             #expect(headers["content-type"] == nil)
             #expect(headers["expect"] == nil)
         }
@@ -44,6 +59,11 @@ extension AllTests {
                     let echo = try echoed(outcome)
                     #expect(echo["method"] as? String == method)
                     #expect(echo["bodyLength"] as? Int == body?.count ?? 0)
+                    // Nothing a POST left on the handle: no type and no `Expect` the request
+                    // did not ask for.
+                    let headers = try #require(echo["headers"] as? [String: String])
+                    #expect(headers["content-type"] == nil, "\(method)")
+                    #expect(headers["expect"] == nil, "\(method)")
                 }
             }
         }
