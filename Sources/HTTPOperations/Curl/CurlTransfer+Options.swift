@@ -181,10 +181,10 @@ extension CurlTransfer {
             // "Name: " would tell curl to leave the field out; "Name;" sends it empty.
             headerList = curl_slist_append(headerList, value.isEmpty ? "\(name);" : "\(name): \(value)")
         }
-        // curl adds these on its own to a body it sends (a POST-mode one, empty included). Send
-        // only what the caller asked for: "Name:" with no value tells curl to leave the field
-        // out. A request without a body needs neither line (two allocations each, and two
-        // more fields curl compares against every one it looks for).
+        // curl adds these on its own to a body it sends in POST mode (its form type even to an
+        // empty one). Send only what the caller asked for: "Name:" with no value tells curl to
+        // leave the field out. A request without a body needs neither line (two allocations
+        // each, and two more fields curl compares against every one it looks for).
         if !request.body.isNone || request.methodExpectsBody {
             if request.header("Content-Type") == nil { headerList = curl_slist_append(headerList, "Content-Type:") }
             if request.header("Expect") == nil { headerList = curl_slist_append(headerList, "Expect:") }

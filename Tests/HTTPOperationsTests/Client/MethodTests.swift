@@ -59,7 +59,7 @@ extension AllTests {
                     let echo = try echoed(outcome)
                     #expect(echo["method"] as? String == method)
                     #expect(echo["bodyLength"] as? Int == body?.count ?? 0)
-                    // Nothing a POST left on the handle: no type and no `Expect` the request
+                    // Nothing a POST before it left behind: no type and no `Expect` the request
                     // did not ask for.
                     let headers = try #require(echo["headers"] as? [String: String])
                     #expect(headers["content-type"] == nil, "\(method)")
