@@ -164,8 +164,8 @@ extension URLConnectionOperation {
     /// - Parameter result: The answer, what was measured, and how to deliver it.
     func conclude(_ result: consuming TransferResult) {
         // The result's fields are read where they are used, and `deliver` captures its own
-        // straight from the result: bound to local names first, each was copied there, then
-        // into the closure, and the locals released (Docs/Performance.md, "The transfer
+        // straight from the result: bound to local names first, each would be copied there,
+        // then into the closure, and the locals released (Docs/Performance.md, "The transfer
         // request, moved").
         let (completionQueue, group, pauseCompletions, consultedCache) = changingPhase { state in
             // Ended already when the connection reports; here for the outcomes found before
@@ -223,7 +223,7 @@ extension URLConnectionOperation {
             }
             // Taken, not copied: the span is ended once, and the metrics stay for the in-flight
             // meter's last move. In a lock of its own: returned through `changingPhase`'s
-            // generic tuple, it was copied twice more.
+            // generic tuple, it would be copied twice more.
             let observation = self.state.withLock { state in
                 Observation(metrics: state.observation.metrics, startedAt: state.observation.startedAt,
                             span: state.observation.span.take())

@@ -201,7 +201,7 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
     /// The head of an HTTP response whose `HTTPURLResponse` nobody has asked for yet.
     var unbuiltResponseHead: ResponseHead? {
         // From the record itself: through the state's forwarding accessor, a read coroutine
-        // within a read coroutine, the read allocated its frame.
+        // within a read coroutine, the read allocates its frame.
         state.withLock { $0.response == nil ? $0.record.responseHead?.head : nil }
     }
 

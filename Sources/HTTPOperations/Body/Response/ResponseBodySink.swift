@@ -36,8 +36,9 @@ final class ResponseBodySink {
         storage = .memory
     }
 
-    /// A sink for memory (`destination` and `stream` nil), a destination file, or a stream
-    /// (a caller's `OutputStream` or a ``ResponseBodyChannel``).
+    /// A sink for a destination file, or else a stream (a caller's `OutputStream` or a
+    /// ``ResponseBodyChannel``): one of the two is given. Memory has `init()`, which makes no
+    /// writer and so asks for none of its callbacks.
     ///
     /// - Parameters:
     ///   - destination: A file to write; created if missing.
@@ -65,8 +66,7 @@ final class ResponseBodySink {
             heldAtOpen = 0
             storage = .stream(BodyWriter(target: stream, queue: writerQueue(), roomAvailable: roomAvailable, failed: failed))
         } else {
-            heldAtOpen = 0
-            storage = .memory
+            preconditionFailure("a sink for memory is made with init()")
         }
     }
 
