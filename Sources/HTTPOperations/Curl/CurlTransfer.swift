@@ -51,6 +51,10 @@ final class CurlTransfer {
     let request: TransferRequest
 
     private var delegate: CurlTransferDelegate?
+    /// Why the delegate refused the header line or body chunk it was last handed, when it
+    /// says: curl then ends the transfer with `CURLE_WRITE_ERROR`, and the error's message
+    /// names the refusal, so that one no recorded failure explains can be traced to its guard.
+    var refusal: String?
     var headerList: UnsafeMutablePointer<curl_slist>?
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// `CURLOPT_CONNECT_TO` entries (see ``configureRoute()``); curl reads them while the
@@ -196,7 +200,12 @@ final class CurlTransfer {
         guard let delegate else { return }
         timings = readTimings()
         self.delegate = nil
-        let error = code == CURLE_OK ? nil : CurlError(code, detail: message ?? String(cString: errorBuffer))
+        var error: CurlError?
+        if code != CURLE_OK {
+            var detail = message ?? String(cString: errorBuffer)
+            if code == CURLE_WRITE_ERROR, let refusal { detail += " (refused: \(refusal))" }
+            error = CurlError(code, detail: detail)
+        }
         trailersWentUnsent = error == nil && sendsTrailers && readEndOfBody && !askedForTrailers
             && !(timings?.httpVersion?.hasPrefix("1") ?? true) && !(bodyReader?.trailerFields.isEmpty ?? true)
         // Only a body that ended well has trustworthy trailers.
@@ -241,7 +250,10 @@ final class CurlTransfer {
     }
 
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        guard let delegate else { return 0 }
+        guard let delegate else {
+            refusal = "a body chunk after the transfer completed"
+            return 0
+        }
         switch delegate.transfer(self, didReceiveBody: bytes) {
         case .taken: return bytes.count
         case .later:

@@ -6,22 +6,30 @@ import Logging
 extension TransferDriver {
     func transfer(_ transfer: CurlTransfer, didReceive head: ResponseHead) -> Bool {
         assertOnNetworkThread()
-        guard transfer === self.transfer else { return false }
+        guard transfer === self.transfer else {
+            transfer.refusal = "a head for a transfer replaced"
+            return false
+        }
         let (attempt, writeError) = (transferAttempt, sink?.writeError)
         typealias Reading = (current: Bool, action: TransferStateMachine.HeadAction, rangeFrom: Int64?,
                              expectedLength: Int64, bodyLimit: Int64?)
         let (current, action, rangeFrom, expectedLength, bodyLimit) = withMachine { machine -> Reading in
-            guard machine.attempt.number == attempt else { return (false, .abort, nil, -1, nil) }
+            guard machine.attempt.number == attempt else {
+                transfer.refusal = "a head for attempt \(attempt); the machine is at \(machine.refusalState)"
+                return (false, .abort, nil, -1, nil)
+            }
             if let writeError {
                 // A write already failed (its event is on its way): nothing of this answer can
                 // be kept, and a restart from zero would empty nothing. The transfer is aborted
                 // and its completion reports the failure: this is inside curl's callback, where
                 // it cannot be stopped (stopping a transfer from its own callback crashes curl).
                 machine.writerFailedBeforeHead(writeError)
+                transfer.refusal = "a head after a write failed; the machine is at \(machine.refusalState)"
                 return (false, .abort, nil, -1, nil)
             }
-            return (true, machine.headReceived(head), machine.attempt.rangeFrom, machine.held.expectedLength,
-                    machine.configuration.maximumBodySize)
+            let action = machine.headReceived(head)
+            if action == .abort { transfer.refusal = "a head; the machine is at \(machine.refusalState)" }
+            return (true, action, machine.attempt.rangeFrom, machine.held.expectedLength, machine.configuration.maximumBodySize)
         }
         if current {
             self.head = head
@@ -59,11 +67,19 @@ extension TransferDriver {
 
     func transfer(_ transfer: CurlTransfer, didReceiveBody bytes: UnsafeRawBufferPointer) -> BodyDisposition {
         assertOnNetworkThread()
-        guard transfer === self.transfer, let sink else { return .abort }
+        guard transfer === self.transfer, let sink else {
+            transfer.refusal = "a body chunk for a transfer replaced"
+            return .abort
+        }
         let attempt = transferAttempt
         let (action, expectedLength) = withMachine { machine in
-            guard machine.attempt.number == attempt else { return (TransferStateMachine.BodyAction.abort, Int64(-1)) }
-            return (machine.bodyReceived(count: bytes.count, admission: { sink.admit(bytes.count) }), machine.held.expectedLength)
+            guard machine.attempt.number == attempt else {
+                transfer.refusal = "a body chunk for attempt \(attempt); the machine is at \(machine.refusalState)"
+                return (TransferStateMachine.BodyAction.abort, Int64(-1))
+            }
+            let action = machine.bodyReceived(count: bytes.count, admission: { sink.admit(bytes.count) })
+            if action == .abort { transfer.refusal = "a body chunk; the machine is at \(machine.refusalState)" }
+            return (action, machine.held.expectedLength)
         }
         switch action {
         case .append:

@@ -318,6 +318,13 @@ struct TransferStateMachine: Sendable {
         attempt.asideBytes = 0
     }
 
+    /// The machine's phase, attempt and recorded failure, named in the error of a transfer it
+    /// refused a head or body chunk of (``CurlTransfer/refusal``).
+    var refusalState: String {
+        "\(phase), attempt \(attempt.number), failure \(attempt.failure.map { "\($0)" } ?? "none")"
+            + (attempt.versionChanged ? ", version changed" : "")
+    }
+
     // MARK: - The end of a transfer
 
     /// The transfer ended: `error` is curl's failure, nil for a complete response.
