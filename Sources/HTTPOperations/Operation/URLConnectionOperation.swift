@@ -161,6 +161,10 @@ open class URLConnectionOperation: Operation, @unchecked Sendable {
         var announcing = false
         /// HTTPRequestOperation's own fields, behind the same lock.
         var http = HTTPRequestOperation.HTTPState()
+        #if DEBUG
+        /// A test's actions at the driver's seams (see ``DriverSeam``).
+        var driverSeam: (@Sendable (DriverSeam) -> Void)?
+        #endif
 
         /// Where the operation is: derived, never stored. Paused exactly while the machine
         /// holds a pause, and still when the outcome came during one; otherwise executing

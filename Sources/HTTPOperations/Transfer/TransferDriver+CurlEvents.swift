@@ -10,6 +10,9 @@ extension TransferDriver {
             transfer.refusal = "a head for a transfer replaced"
             return false
         }
+        #if DEBUG
+        reach(.headArriving)
+        #endif
         let (attempt, writeError) = (transferAttempt, sink?.writeError)
         typealias Reading = (current: Bool, action: TransferStateMachine.HeadAction, rangeFrom: Int64?,
                              expectedLength: Int64, bodyLimit: Int64?)
@@ -129,21 +132,24 @@ extension TransferDriver {
         record(transfer.timings)
         // A transfer the caller's pause left behind (a resume has moved the machine on): its
         // end is nobody's outcome; the job that would have stopped it finds nothing to stop.
+        // The attempt is checked in the same lock as the machine hears the end, each time: a
+        // caller's resume may move the machine to its next attempt between two locks, and
+        // this end would then be judged as the new attempt's.
         let attempt = transferAttempt
-        guard withMachine({ $0.attempt.number == attempt }) else { return }
         if let refusal = transfer.trustFailure {
             // The pins said no before anything was sent: final, never retried.
-            return fail(refusal)
+            return fail(refusal, attempt: attempt)
         }
         if transfer.refusedResend {
             // curl would have sent a request that is not idempotent again: never retried.
             return fail(TransferError(.connectionClosedBeforeAnswer, url: request.url,
                                       detail: "The connection closed after the \(request.httpMethod ?? "POST") request was sent "
-                                          + "and before any answer; it was not sent again, since the server may have acted on it"))
+                                          + "and before any answer; it was not sent again, since the server may have acted on it"),
+                        attempt: attempt)
         }
         if let trust = transfer.pendingServerTrust {
             // Stopped before sending to a server the block has not judged.
-            switch withMachine({ $0.serverTrustQuestioned() }) {
+            switch withMachine({ $0.attempt.number == attempt ? $0.serverTrustQuestioned() : .ignored }) {
             case .ask: askServerTrust(trust)
             case .ignored: break
             case .report(let outcome): report(outcome, of: nil)
@@ -154,8 +160,12 @@ extension TransferDriver {
         // Without an error too: a written body whose writer failed (threw, or wrote past its
         // declared length) after curl had taken every declared byte is no success.
         let failure = error.map { transfer.bodyReadFailure ?? URLError($0, url: request.url) } ?? transfer.bodyReadFailure
+        #if DEBUG
+        reach(.completing)
+        #endif
         let (action, held, next) = withMachine { machine in
-            (machine.transferCompleted(error: failure), machine.held.count, machine.attempt.number)
+            guard machine.attempt.number == attempt else { return (TransferStateMachine.CompletionAction.ignored, Int64(0), 0) }
+            return (machine.transferCompleted(error: failure), machine.held.count, machine.attempt.number)
         }
         switch action {
         case .ignored:

@@ -252,6 +252,15 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
         finish(response: response, error: error)
     }
 
+    /// Ends the transfer with `error`, found by the transfer that served `attempt`: only while
+    /// the machine is still at that attempt (checked in the lock that ends it).
+    func fail(_ error: any Error, attempt: Int) {
+        assertOnNetworkThread()
+        guard withMachine({ $0.attempt.number == attempt && $0.end() }) else { return }
+        stopTransfer()
+        finish(response: nil, error: error)
+    }
+
     // MARK: - Transfers
 
     /// Starts the transfer the machine asked for, for ``request``.
@@ -297,7 +306,8 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
             }
             addRangeHeaders(for: send, to: &transferRequest)
             let sendsCredential = transferRequest.credential != nil || transferRequest.proxyCredential != nil
-            withMachine { $0.credentialSent(sendsCredential) }
+            // Only for the attempt checked above: a pause and resume since then made another.
+            withMachine { if $0.attempt.number == attempt { $0.credentialSent(sendsCredential) } }
             let transfer = CurlTransfer(request: transferRequest, delegate: self)
             self.transfer = transfer
             transferAttempt = attempt
