@@ -182,13 +182,15 @@ public final class HTTPCache: Sendable {
         let method = Self.method(of: request)
         let key = Self.cacheKey(for: url)
         if HTTPCachePolicy.invalidates(method: method, status: status) {
-            // The target, and the URLs its `Location` and `Content-Location` name on the same
-            // origin (§4.4: never another origin's, which would let a server drop them).
+            // The target, the URL that answered when a redirect that keeps the method (307,
+            // 308) took the request there (it acted on it), and the URLs its `Location` and
+            // `Content-Location` name on the same origin (§4.4: never another origin's, which
+            // would let a server drop them).
             let named = fields.filter { $0.name.caseInsensitiveCompare("Location") == .orderedSame
                 || $0.name.caseInsensitiveCompare("Content-Location") == .orderedSame }
                 .compactMap { URL(string: $0.value.trimmingCharacters(in: .whitespaces), relativeTo: answering)?.absoluteURL }
                 .filter { RedirectPolicy.isSameOrigin($0, answering) }
-            for invalidated in Set([key] + named.map(Self.cacheKey)) {
+            for invalidated in Set([key, Self.cacheKey(for: answering)] + named.map(Self.cacheKey)) {
                 invalidations.withLock { $0.invalidate(invalidated) }
                 storage.remove(key: invalidated)
             }
@@ -268,10 +270,15 @@ public final class HTTPCache: Sendable {
         let tag = HeaderFieldList.firstValue(named: "ETag", in: fields)
         let date = HeaderFieldList.firstValue(named: "Last-Modified", in: fields)
         let length = HeaderFieldList.firstValue(named: "Content-Length", in: fields)
+        // A HEAD's length counts the bytes on the wire; the stored body was decoded (curl
+        // undoes a content coding), so the stored response's own `Content-Length` is what it
+        // is compared with; the body's count only when the response had none.
+        let storedLength = HeaderFieldList.firstValue(named: "Content-Length", in: stored.fieldList).flatMap { HTTPDecimal.parse($0) }
+            ?? Int64(stored.body.count)
         let matches = (tag != nil || date != nil)
             && (tag.map { $0 == stored.etag } ?? true)
             && (date.map { $0 == stored.lastModified } ?? true)
-            && (length.map { HTTPDecimal.parse($0) == Int64(stored.body.count) } ?? true)
+            && (length.map { HTTPDecimal.parse($0) == storedLength } ?? true)
         guard matches else {
             storage.remove(storageKey: stored.storageKey)
             return

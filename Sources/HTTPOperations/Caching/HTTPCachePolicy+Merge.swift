@@ -10,10 +10,12 @@ extension HTTPCachePolicy {
 
     /// Fields a cache does not store (§3.1): those about the connection the response came
     /// on (MUST NOT), and the proxy's authentication fields (SHOULD NOT: they are another
-    /// hop's, and may name a credential).
+    /// hop's, and may name a credential). And `Set-Cookie`: a credential the server gave the
+    /// one client it answered (whose cookie store took it from the wire); a stored response
+    /// answers every later caller of the same identity, and would hand it to each.
     static let unstoredFields: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade",
-        "proxy-authenticate", "proxy-authentication-info", "proxy-authorization",
+        "proxy-authenticate", "proxy-authentication-info", "proxy-authorization", "set-cookie",
     ]
 
     /// `fields` without those a cache must not store: ``unstoredFields`` and every field
@@ -32,7 +34,8 @@ extension HTTPCachePolicy {
     /// except `fieldsKeptOnUpdate` and those never stored (``storableFields(_:)``). Stored
     /// fields that are not replaced keep their order; the new lines follow them in
     /// received order. Status, body and Vary context stay; the times become the new
-    /// exchange's, so the age is computed from the validation (§4.2.3).
+    /// exchange's, so the age is computed from the validation (§4.2.3), and a 304 without
+    /// `Date` gets its arrival time as `Date`.
     /// - Parameters:
     ///   - stored: The stored response that was validated.
     ///   - notModifiedFields: The header fields of the 304.
@@ -43,7 +46,12 @@ extension HTTPCachePolicy {
         stored: CachedResponse, notModifiedFields: [(name: String, value: String)],
         requestTime: Date, responseTime: Date
     ) -> CachedResponse {
-        let incoming = storableFields(notModifiedFields).filter { !fieldsKeptOnUpdate.contains($0.name.lowercased()) }
+        var incoming = storableFields(notModifiedFields).filter { !fieldsKeptOnUpdate.contains($0.name.lowercased()) }
+        if HeaderFieldList.firstValue(named: "Date", in: notModifiedFields) == nil {
+            // RFC 9110 §6.6.1: a recipient adds its receipt time as `Date`. The stored one would
+            // age the freshened response from the first exchange (stale at once, §4.2.3).
+            incoming.append((name: "Date", value: HTTPDate.format(responseTime)))
+        }
         let replacedNames = Set(incoming.map { $0.name.lowercased() })
         var merged = stored
         merged.headerFields = stored.headerFields.filter { !replacedNames.contains($0.name.lowercased()) }

@@ -53,3 +53,11 @@ extension ErrorCode where Domain == TransferError {
     /// nothing was sent, and no operation of the process can run any more.
     public static var networkThreadStopped: Self { Self("networkThreadStopped") }
 }
+
+extension TransferError {
+    /// A body over `limit` (``URLConnectionOperation/maximumBodySize``), from the server or the
+    /// cache: one failure, worded once.
+    static func bodyTooLarge(limit: Int64, url: URL?) -> TransferError {
+        TransferError(.bodyTooLarge, url: url, detail: "The response body is larger than maximumBodySize (\(limit) bytes)")
+    }
+}

@@ -54,6 +54,12 @@ extension URLConnectionOperation {
         switch plan {
         case .answer(let stored, let stale):
             exchange.result = stale ? .staleHit : .hit
+            if let limit = settings.download.maximumBodySize, Int64(stored.body.count) > limit {
+                // The limit holds for a stored body as for the server's: the same failure.
+                state.withLock { $0.cacheExchange = exchange }
+                conclude(.outcome(error: TransferError.bodyTooLarge(limit: limit, url: request.url)))
+                return true
+            }
             let head = Self.head(answering: stored, at: exchange.requestTime)
             state.withLock { state in
                 state.cacheExchange = exchange
@@ -107,7 +113,17 @@ extension URLConnectionOperation {
         let (exchange, head, data, failed) = state.withLock { state in
             (state.cacheExchange, state.responseHead, state.responseData, state.error != nil || state.cancelRequested)
         }
-        guard let exchange, !failed, let (head, url) = head else { return }
+        guard let exchange, let (head, url) = head else { return }
+        if failed {
+            // An unsafe request's non-error head is enough to invalidate (§4.4): the server
+            // acted on it, whether or not its body then arrived whole. Nothing is stored.
+            if HTTPCachePolicy.invalidates(method: HTTPCache.method(of: exchange.request), status: head.statusCode) {
+                _ = exchange.cache.responseArrived(for: exchange.request, plan: .network(storeResponse: false), status: head.statusCode,
+                                                   fields: head.fields, body: nil, requestTime: exchange.requestTime,
+                                                   responseTime: Date(), plannedAt: exchange.ticket, answeredBy: url)
+            }
+            return
+        }
         // An answer the cache gave needs no storing.
         if case .answer = exchange.plan { return }
         let redirected = exchange.request.url.map(HTTPCache.storedURL) != HTTPCache.storedURL(url)
@@ -150,9 +166,9 @@ extension URLConnectionOperation {
     /// the answer for another:
     /// - the operation's credential, or the URL's `user:password@`, as `Authorization` (the
     ///   cache keeps only its digest);
-    /// - the operation's cookie store as `Cookie`, by its identity in this process: a response
-    ///   is the answer only for requests with the same store, and never for one after a
-    ///   restart;
+    /// - the operation's cookie store as `Cookie` (after the request's own, if any), by its
+    ///   identity in this process: a response is the answer only for requests with the same
+    ///   store, and never for one after a restart;
     /// - the caller's ``URLConnectionOperation/cachePartition`` and the values of its
     ///   ``OperationConfiguration/sensitiveHeaderFields``, under a name no request on the wire
     ///   carries.
@@ -165,8 +181,10 @@ extension URLConnectionOperation {
                 view.setValue("credential \(url.user ?? ""):\(url.password ?? "")", forHTTPHeaderField: "Authorization")
             }
         }
-        if let store = settings.configuration.cookieStore, request.httpShouldHandleCookies, request.value(forHTTPHeaderField: "Cookie") == nil {
-            view.setValue("cookie store \(store.identity)", forHTTPHeaderField: "Cookie")
+        if let store = settings.configuration.cookieStore, request.httpShouldHandleCookies {
+            // Beside the request's own `Cookie`, if any: curl sends the store's cookies too.
+            let own = request.value(forHTTPHeaderField: "Cookie").map { "\($0); " } ?? ""
+            view.setValue("\(own)cookie store \(store.identity)", forHTTPHeaderField: "Cookie")
         }
         // The caller's partition, and the values of the fields it named sensitive (an API key):
         // each names whom the request speaks for.

@@ -15,8 +15,7 @@ extension TransferDriver {
             return URLError(.dataLengthExceedsMaximum, url: request.url,
                             description: "A redirect, challenge or error body exceeded \(limit) bytes.")
         case .bodyTooLarge(let limit):
-            return TransferError(.bodyTooLarge, url: request.url,
-                                 detail: "The response body is larger than maximumBodySize (\(limit) bytes)")
+            return TransferError.bodyTooLarge(limit: limit, url: request.url)
         case .tooManyRedirects(let limit):
             return URLError(.httpTooManyRedirects, url: request.url, description: "More than \(limit) redirects.")
         case .malformedStatus(let status):

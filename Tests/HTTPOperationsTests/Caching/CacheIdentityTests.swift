@@ -40,6 +40,46 @@ extension AllTests.HTTPCacheOperations {
         #expect(try await get(with: bobStore).cacheResult == .miss, "one store's answer was another's")
     }
 
+    /// The same, when both requests also carry the same `Cookie` field of their own: curl still
+    /// adds each store's cookies, so the stores still tell the users apart. (The store's
+    /// identity was left out of the cache's view whenever the request had a `Cookie`.)
+    @Test func oneUsersAnswerIsNeverAnothersByCookieStoreBesideTheirOwnCookie() async throws {
+        let manager = Self.manager(try HTTPCache())
+        let url = testServer.url(.cacheable(key: Self.key("store-and-cookie"), cacheControl: "private, max-age=3600"))
+        func get(with store: CookieStore) async throws -> HTTPRequestOperation {
+            var request = URLRequest(url: url)
+            request.setValue("consent=1", forHTTPHeaderField: "Cookie")
+            let operation = manager.httpRequestOperation(with: request, success: nil, failure: nil)
+            operation.configuration.cookieStore = store
+            manager.enqueue(operation)
+            try await waitUntilFinished(operation)
+            return operation
+        }
+        let (aliceStore, bobStore) = (CookieStore(), CookieStore())
+        #expect(try await get(with: aliceStore).cacheResult == .miss)
+        #expect(try await get(with: aliceStore).cacheResult == .hit)
+        #expect(try await get(with: bobStore).cacheResult == .miss, "one store's answer was another's")
+    }
+
+    /// A `Set-Cookie` is what the server gave the one client it answered (whose cookie store,
+    /// if any, took it from the wire). A stored response answers every caller of the same
+    /// identity, here every anonymous one: it never hands the cookie on. (The disk tier
+    /// already dropped it; the memory tier handed `sid=alice` to the next caller.)
+    @Test func aSetCookieIsNeverHandedOnFromTheCache() async throws {
+        let body = "hello"
+        let server = try FaultServer.start { _ in
+            [.send(Array(("HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nSet-Cookie: sid=alice\r\n"
+                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)").utf8)), .closeWithFIN]
+        }
+        let manager = Self.manager(try HTTPCache())
+        let url = URL(string: "http://127.0.0.1:\(server.port)/session")!
+        let first = try await Self.get(url, on: manager)
+        let second = try await Self.get(url, on: manager)
+        #expect(first.response?.value(forHTTPHeaderField: "Set-Cookie") == "sid=alice", "the network's answer keeps it")
+        #expect(second.cacheResult == .hit && Self.body(second) == body)
+        #expect(second.response?.value(forHTTPHeaderField: "Set-Cookie") == nil, "another caller was handed sid=alice")
+    }
+
     /// An identity the cache cannot see (an API key in a field of the caller's, a tenant):
     /// the caller names it as the operation's `cachePartition`.
     @Test func aPartitionKeepsAnswersApart() async throws {

@@ -24,6 +24,26 @@ extension AllTests.HTTPCacheOperations {
         #expect(second.response?.url == first.response?.url)
     }
 
+    /// An operation's `maximumBodySize` holds for an answer from the cache as for one from the
+    /// network: a stored body over the limit fails the operation with `.bodyTooLarge`, as
+    /// that body from the server would (it was handed over whole). Nothing is sent for it.
+    @Test func aStoredBodyOverTheOperationsLimitFailsAsTheNetworksWould() async throws {
+        let manager = Self.manager(try HTTPCache())
+        let key = Self.key("limit")
+        let url = testServer.url(.cacheable(key: key, cacheControl: "max-age=600"))
+        let stored = try await Self.get(url, on: manager)
+        let length = try #require(stored.responseData?.count)
+        let limited = manager.httpRequestOperation(with: URLRequest(url: url), success: nil, failure: nil)
+        limited.maximumBodySize = Int64(length - 1)
+        manager.enqueue(limited)
+        try await waitUntilFinished(limited)
+        #expect((limited.error as? TransferError)?.code == .bodyTooLarge, "\(String(describing: limited.error))")
+        #expect(limited.responseData == nil || limited.responseData?.isEmpty == true)
+        #expect(testServer.requestCount(forResumableKey: key) == 1)
+        // Within the limit, the stored answer is given.
+        #expect(try await Self.get(url, on: manager).cacheResult == .hit)
+    }
+
     /// A credential the challenge block gives during the exchange is not known when the
     /// cache is asked: such an operation neither stores nor is answered from the cache.
     @Test func anAnswerForAChallengeBlocksCredentialIsNotStored() async throws {

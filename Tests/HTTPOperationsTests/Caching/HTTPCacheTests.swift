@@ -194,6 +194,37 @@ extension AllTests {
             }
         }
 
+        /// A HEAD names the length of the bytes on the wire; a stored body is decoded (curl
+        /// undoes the content coding). A HEAD that agrees with the stored gzip response freshens
+        /// it: its encoded `Content-Length` is compared with the stored response's own, not
+        /// with the decoded body's count (which dropped every gzip entry a HEAD met).
+        @Test func aHeadFreshensAStoredResponseWhoseBodyWasDecoded() throws {
+            let url = "https://example.com/zipped"
+            let cache = try HTTPCache()
+            Self.exchange(cache, Self.request(at: url), now: 0, fields: [("Cache-Control", "max-age=10"), ("ETag", "\"v1\""),
+                                                                        ("Content-Encoding", "gzip"), ("Content-Length", "24"),
+                                                                        ("Date", cacheHTTPDate(0))])
+            _ = cache.responseArrived(for: Self.request(at: url, "HEAD"), plan: .network(storeResponse: false), status: 200,
+                                      fields: [("ETag", "\"v1\""), ("Content-Encoding", "gzip"), ("Content-Length", "24"),
+                                               ("Cache-Control", "max-age=10"), ("Date", cacheHTTPDate(20))],
+                                      body: nil, requestTime: cacheTime(20), responseTime: cacheTime(20))
+            #expect(cache.plan(for: Self.request(at: url), now: cacheTime(25)).kind == .answer(stale: false))
+        }
+
+        /// A 304 without `Date` (RFC 9110 §6.6.1: the recipient adds its receipt time): the
+        /// freshened response's age counts from the 304, not from the stored `Date`, which made
+        /// it stale at once and sent every later request to the server.
+        @Test func aNotModifiedWithoutDateFreshensFromItsArrival() throws {
+            let cache = try HTTPCache()
+            let fields = [(name: "Date", value: cacheHTTPDate(0)), (name: "Cache-Control", value: "max-age=60"),
+                          (name: "ETag", value: "\"v1\"")]
+            Self.exchange(cache, Self.request(), now: 0, fields: fields)
+            #expect(cache.plan(for: Self.request(), now: cacheTime(100)).kind == .revalidate)
+            Self.exchange(cache, Self.request(), now: 100, status: 304, fields: [(name: "ETag", value: "\"v1\"")], body: nil)
+            #expect(cache.plan(for: Self.request(), now: cacheTime(101)).kind == .answer(stale: false))
+            #expect(cache.plan(for: Self.request(), now: cacheTime(161)).kind == .revalidate)
+        }
+
         /// A POST to another spelling of the same URL invalidates what is stored: before, a
         /// POST to `127.1` left the answer stored for `127.0.0.1` fresh.
         @Test func anUnsafeMethodInvalidatesEverySpellingOfItsURL() throws {
