@@ -22,7 +22,7 @@ public struct EventStreamError: Error, Sendable, Equatable, CustomStringConverti
         /// is not a sane event stream, and the client stopped holding it.
         public static func eventTooLarge(limit: Int) -> Reason { Reason(kind: .eventTooLarge(limit: limit)) }
 
-        /// `attempts` connections in a row ended before delivering an event
+        /// `attempts` connections in a row ended before reading any of the stream's body
         /// (``EventStreamConfiguration/maximumConsecutiveFailures``); the last one's error is
         /// ``EventStreamError/underlyingError``.
         public static func reconnectsExhausted(attempts: Int) -> Reason { Reason(kind: .reconnectsExhausted(attempts: attempts)) }
@@ -66,7 +66,7 @@ public struct EventStreamError: Error, Sendable, Equatable, CustomStringConverti
             return "An event\(source) grew past \(limit) bytes; the stream was stopped."
         case .reconnectsExhausted(let attempts):
             let last = underlyingError.map { " The last: \($0)" } ?? ""
-            return "The event stream\(source) failed \(attempts) connections in a row without an event.\(last)"
+            return "The event stream\(source) failed \(attempts) connections in a row without reading any of the stream's body.\(last)"
         }
     }
 }

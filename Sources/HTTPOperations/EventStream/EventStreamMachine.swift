@@ -73,6 +73,10 @@ struct EventStreamMachine: Sendable, LoopMachine {
     /// Cancelled or finished: nothing more is delivered.
     var isStopping: Bool { phase == .cancelling || phase == .finished }
 
+    /// Whether events read ahead are held back from the handler: the stream is paused (the
+    /// resumed connection asks for them again) or ending.
+    var holdsEvents: Bool { isStopping || phase == .paused }
+
     /// A machine for a stream whose request uses `method`.
     init(configuration: EventStreamConfiguration, method: String = "GET") {
         self.configuration = configuration
@@ -199,8 +203,13 @@ struct EventStreamMachine: Sendable, LoopMachine {
     /// doubled for each failure in a row after the first, capped, then stretched by up to
     /// `jitter` of itself, never above the cap (so never below what the server asked, unless
     /// it asked for more than the cap).
+    ///
+    /// The server's `retry` is the wait after a connection that ended; from the second failure
+    /// in a row the doubling starts from at least `reconnectionDelay`, so that a `retry: 0`
+    /// cannot make connections to a server that is down a tight loop.
     func delay(jitter: Double) -> Duration {
-        let base = serverRetry.map { Duration.milliseconds($0) } ?? configuration.reconnectionDelay
+        let asked = serverRetry.map { Duration.milliseconds($0) } ?? configuration.reconnectionDelay
+        let base = consecutiveFailures > 1 ? max(asked, configuration.reconnectionDelay) : asked
         return RetryBackoff.delay(base: base, cap: configuration.maximumReconnectionDelay, failures: consecutiveFailures,
                                   jitter: configuration.jitter, draw: jitter)
     }

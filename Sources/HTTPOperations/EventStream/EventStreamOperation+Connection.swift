@@ -59,7 +59,8 @@ extension EventStreamOperation {
             let answer = state.withLock { $0.machine.answered(status: head.statusCode, mediaType: Self.mediaType(of: head)) }
             switch answer {
             case .read:
-                parser.beginStream()
+                // From the id the request named: the parser may have read past it before a pause.
+                parser.beginStream(after: receivedLastEventID)
                 for try await chunk in body {
                     let events = parser.parse(chunk)
                     let retry = parser.reconnectionTime
@@ -130,8 +131,8 @@ extension EventStreamOperation {
     }
 
     /// Hands `events` over, in order, then moves the last event id to `streamID` (the parser's,
-    /// which an event with no data may have moved); false when a cancel stopped it (the rest
-    /// are not delivered, and the id stays at the last one delivered).
+    /// which an event with no data may have moved); false when a pause or a cancel stopped it
+    /// (the rest are not delivered to the handler, and the id stays at the last one delivered).
     ///
     /// To the handler, each event is delivered when the handler is called. To a sequence's
     /// channel, it is delivered when the loop takes it (``taken(_:)``); what waits in the
@@ -164,8 +165,13 @@ extension EventStreamOperation {
         }
         return state.withLock { state in
             guard !state.machine.isStopping else { return false }
+            if case .channel? = state.delivery {
+                state.receivedLastEventID = streamID
+                return true
+            }
+            // Paused: the id stays at the last event delivered, which the resume asks after.
+            guard !state.machine.holdsEvents else { return false }
             state.receivedLastEventID = streamID
-            if case .channel? = state.delivery { return true }
             state.lastEventID = streamID
             return true
         }
@@ -173,10 +179,11 @@ extension EventStreamOperation {
 
     private var receivedLastEventID: String { state.withLock { $0.receivedLastEventID } }
 
-    /// Counts `event` as delivered to the handler, unless the operation is being cancelled.
+    /// Counts `event` as delivered to the handler, unless the operation is paused (the
+    /// resumed connection asks for it again) or being cancelled.
     private func record(_ event: ServerSentEvent) -> Bool {
         state.withLock { state in
-            guard !state.machine.isStopping else { return false }
+            guard !state.machine.holdsEvents else { return false }
             state.eventsDelivered += 1
             state.lastEventID = event.lastEventID
             state.receivedLastEventID = event.lastEventID

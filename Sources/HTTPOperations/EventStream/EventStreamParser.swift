@@ -7,7 +7,7 @@
 /// with no `data` line only moves the last event id; what is left when a stream ends is
 /// discarded, never dispatched.
 ///
-/// One parser serves every connection of one event stream: ``beginStream()`` starts the next
+/// One parser serves every connection of one event stream: ``beginStream(after:)`` starts the next
 /// body. The last event id survives it (the standard keeps it on the event source), and a new
 /// body's events without `id` go on carrying it, as browsers do: an `id` read in an event
 /// that the connection's end cut off is forgotten, so a reconnection never names an event
@@ -54,13 +54,18 @@ struct EventStreamParser: Sendable {
     }
 
     /// Starts the next connection's body: what the last one left unfinished is discarded.
-    mutating func beginStream() {
+    ///
+    /// - Parameter lastEventID: The id the connection's request named (the last event
+    ///   delivered), when it is not the last one parsed: events read ahead and held back by a
+    ///   pause come again on the new connection, and an event without an id is theirs.
+    mutating func beginStream(after lastEventID: String? = nil) {
         eventType = []
         data = []
         line = []
         atBodyStart = true
         lastLineEndedWithCR = false
-        lastEventIDBuffer = lastEventID
+        if let lastEventID { self.lastEventID = lastEventID }
+        lastEventIDBuffer = self.lastEventID
     }
 
     /// The events that `bytes`, the body's next bytes, complete, in order. When an event grows

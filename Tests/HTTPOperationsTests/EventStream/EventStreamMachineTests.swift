@@ -100,6 +100,27 @@ extension AllTests {
             #expect(Self.waitDuration(step5) == .milliseconds(1875))
         }
 
+        /// A server's `retry: 0` (or 10) is the wait after a connection that ended; it must not
+        /// make connections that fail in a row a tight loop against a server that is down:
+        /// from the second failure in a row they back off from at least `reconnectionDelay`
+        /// (every wait was zero, and the default 10 failures were spent in milliseconds).
+        @Test(arguments: [0, 10])
+        func aSmallServerRetryStillBacksOffWhenConnectionsFailInARow(retry: Int) {
+            var machine = Self.reading(Self.configuration { $0.maximumConsecutiveFailures = nil })
+            machine.retryReceived(milliseconds: retry)
+            machine.bodyReceived()
+            // After a connection that delivered, the server's wish holds.
+            #expect(Self.waitDuration(machine.connectionEnded(error: nil, jitter: 0)) == .milliseconds(retry))
+            // Then connections that fail in a row: the first waits what the server asked, the
+            // next ones back off from the configured second (doubling, to the 10 s cap).
+            var waits: [Duration] = []
+            for _ in 1...5 {
+                _ = machine.waited()
+                waits.append(Self.waitDuration(machine.connectionEnded(error: URLError(.cannotConnectToHost), jitter: 0)) ?? .zero)
+            }
+            #expect(waits == [.milliseconds(retry), .seconds(2), .seconds(4), .seconds(8), .seconds(10)])
+        }
+
         @Test func aRetryAboveTheCapWaitsTheCap() {
             var machine = Self.reading()
             machine.retryReceived(milliseconds: 3_600_000)
