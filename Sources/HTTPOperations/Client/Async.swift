@@ -33,7 +33,7 @@ extension HTTPRequestOperation {
     /// small request (Docs/Performance.md, "The async doors").
     func typedValue<Value>(as type: Value.Type) throws -> Value {
         if let error { throw error }
-        return try typedResponseObject(responseObject, as: type, response: response, data: nil)
+        return try typedResponseObject(responseObject, as: type, response: response, data: responseData)
     }
 
     /// Waits for the outcome after `start` ran, with the observer already in place (so an
@@ -102,8 +102,9 @@ extension HTTPRequestOperationManager {
     ///   decode.
     public func send<T: Decodable & Sendable>(_ method: String, _ urlString: String, parameters: Any? = nil, as type: T.Type,
                                               decoder: JSONDecoder = JSONDecoder()) async throws -> T {
-        try await perform(makeRequest(method, urlString, parameters: parameters),
-                          serializer: DecodableResponseSerializer<T>(decoder: decoder), as: type)
+        let serializer = method.uppercased() == "HEAD" ? DecodableResponseSerializer<T>.answeringHead(decoder: decoder)
+            : DecodableResponseSerializer<T>(decoder: decoder)
+        return try await perform(makeRequest(method, urlString, parameters: parameters), serializer: serializer, as: type)
     }
 
     /// Sends `method` to `urlString` with `body` encoded as JSON (`Content-Type:

@@ -34,9 +34,21 @@ public struct DecodableResponseSerializer<T: Decodable>: ValidatingResponseSeria
     /// serializer shares it.
     public let decoder: JSONDecoder
 
+    /// The request was a HEAD (set by the typed async `head`): an empty body is its answer,
+    /// whatever the response's `Content-Length` says.
+    var answersHead = false
+
     /// Creates a serializer decoding with `decoder`.
     public init(decoder: JSONDecoder = JSONDecoder()) {
         self.decoder = decoder
+    }
+
+    /// A serializer for the answer to a HEAD: nothing to decode, so no content type to check.
+    static func answeringHead(decoder: JSONDecoder) -> Self {
+        var serializer = Self(decoder: decoder)
+        serializer.answersHead = true
+        serializer.acceptableContentTypes = nil
+        return serializer
     }
 
     /// Decodes `T` from the body, without validating the response.
@@ -45,11 +57,9 @@ public struct DecodableResponseSerializer<T: Decodable>: ValidatingResponseSeria
     public func decode(response: URLResponse?, data: Data?) throws -> Any? {
         guard let data, !data.isEmpty else {
             let status = (response as? HTTPURLResponse)?.statusCode
-            var emptyAllowed = status == 204 || status == 205
-            if let response, Self.isHeadResponse(response) { emptyAllowed = true }
-            if let empty = T.self as? EmptyResponseDecodable.Type, emptyAllowed || T.self is ExpressibleByNilLiteral.Type {
-                return empty.emptyValue
-            }
+            var head = answersHead
+            if !head, let response { head = Self.isHeadResponse(response) }
+            if let value = emptyBodyValue(as: T.self, status: status, answersHead: head) { return value }
             throw ResponseSerializationError(.emptyBody, response: response, data: data)
         }
         do {
@@ -75,14 +85,25 @@ public struct DecodableResponseSerializer<T: Decodable>: ValidatingResponseSeria
     }
 }
 
+/// What an empty body stands for as a `Value`: an ``EmptyResponseDecodable``'s empty value
+/// where an answer has no body (a 204, a 205, a HEAD's), an optional's nil whatever the
+/// status; nil when an empty body is no `Value`. The rule of every door that decodes.
+func emptyBodyValue<Value>(as type: Value.Type, status: Int?, answersHead: Bool) -> Value? {
+    let mayBeEmpty = status == 204 || status == 205 || answersHead
+    guard let empty = Value.self as? EmptyResponseDecodable.Type, mayBeEmpty || Value.self is ExpressibleByNilLiteral.Type else {
+        return nil
+    }
+    return empty.emptyValue as? Value
+}
+
 /// `object` as a `Value`: what a serializer made, checked (the typed async door's one cast).
 ///
 /// - Throws: ``ResponseSerializationError`` with `.emptyBody` when there is no object and
 ///   `Value` needs one, or `.decodingFailed` naming both types when it is of another type.
 func typedResponseObject<Value>(_ object: Any?, as valueType: Value.Type, response: @autoclosure () -> URLResponse?,
-                                data: Data?) throws -> Value {
+                                data: @autoclosure () -> Data?) throws -> Value {
     if let value = object as? Value { return value }
-    guard let object else { throw ResponseSerializationError(.emptyBody, response: response(), data: data) }
+    guard let object else { throw ResponseSerializationError(.emptyBody, response: response(), data: data()) }
     throw ResponseSerializationError(.decodingFailed(detail: "expected a \(Value.self), the serializer made a \(type(of: object))"),
-                                     response: response(), data: data)
+                                     response: response(), data: data())
 }

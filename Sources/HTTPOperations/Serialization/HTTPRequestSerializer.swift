@@ -142,7 +142,11 @@ public struct HTTPRequestSerializer: URLRequestSerialization {
             let query = try queryString(for: request, parameters: parameters)
             if !query.isEmpty, let url = request.url {
                 let separator = url.query == nil ? "?" : "&"
-                request.url = URL(string: url.absoluteString + separator + query)
+                // Before the fragment: after it, the parameters would be part of the fragment,
+                // which is never sent. A URL holds at most one `#`, its fragment's.
+                let text = url.absoluteString
+                let fragmentStart = text.firstIndex(of: "#") ?? text.endIndex
+                request.url = URL(string: text[..<fragmentStart] + separator + query + text[fragmentStart...])
             }
             return request
         }
@@ -158,8 +162,19 @@ public struct HTTPRequestSerializer: URLRequestSerialization {
     private func encodedBody(of parameters: Any, for request: URLRequest) throws -> (contentType: String, body: Data) {
         switch bodyEncoding {
         case .form:
-            let query = try queryString(for: request, parameters: parameters)
-            guard let body = query.data(using: stringEncoding) else {
+            // Escaped as the bytes the labelled charset writes (a server decodes `%E9` in
+            // ISO-8859-1 as é); a charset no form is sent in, or without a known name, is UTF-8.
+            let (encoding, charset) = formCharset
+            let query: String
+            if queryStringSerialization == nil {
+                guard let escaped = QueryString.make(from: parameters, escapingBytesOf: encoding) else {
+                    throw RequestSerializationError(.unencodableString)
+                }
+                query = escaped
+            } else {
+                query = try queryString(for: request, parameters: parameters)
+            }
+            guard let body = query.data(using: encoding) else {
                 throw RequestSerializationError(.unencodableString)
             }
             return ("application/x-www-form-urlencoded; charset=\(charset)", body)
@@ -237,15 +252,24 @@ public struct HTTPRequestSerializer: URLRequestSerialization {
         }
     }
 
-    /// The IANA name of ``stringEncoding``.
-    var charset: String {
+    /// The encoding a form body is written in, and its IANA name: ``stringEncoding`` when it
+    /// has a name here and a form can be sent in it; UTF-8 for UTF-16 and UTF-32 (as HTML
+    /// submits a form whose charset is one of them) and for encodings without a known name.
+    var formCharset: (encoding: String.Encoding, name: String) {
         switch stringEncoding {
-        case .utf8: "utf-8"
-        case .isoLatin1: "iso-8859-1"
-        case .ascii: "us-ascii"
-        case .utf16: "utf-16"
-        case .windowsCP1252: "windows-1252"
-        default: "utf-8"
+        case .isoLatin1: (.isoLatin1, "iso-8859-1")
+        case .isoLatin2: (.isoLatin2, "iso-8859-2")
+        case .ascii: (.ascii, "us-ascii")
+        case .windowsCP1250: (.windowsCP1250, "windows-1250")
+        case .windowsCP1251: (.windowsCP1251, "windows-1251")
+        case .windowsCP1252: (.windowsCP1252, "windows-1252")
+        case .windowsCP1253: (.windowsCP1253, "windows-1253")
+        case .windowsCP1254: (.windowsCP1254, "windows-1254")
+        case .shiftJIS: (.shiftJIS, "shift_jis")
+        case .japaneseEUC: (.japaneseEUC, "euc-jp")
+        case .iso2022JP: (.iso2022JP, "iso-2022-jp")
+        case .macOSRoman: (.macOSRoman, "macintosh")
+        default: (.utf8, "utf-8")
         }
     }
 }

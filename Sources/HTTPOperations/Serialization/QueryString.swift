@@ -29,6 +29,40 @@ public enum QueryString {
         string.addingPercentEncoding(withAllowedCharacters: allowed) ?? string
     }
 
+    /// The query string for `parameters` with every byte that `encoding` writes for a key or
+    /// value escaped (a form body in that charset; ``make(from:)`` for UTF-8); nil when some
+    /// text cannot be written in `encoding`.
+    static func make(from parameters: Any, escapingBytesOf encoding: String.Encoding) -> String? {
+        guard encoding != .utf8 else { return make(from: parameters) }
+        var encoded: [String] = []
+        for pair in pairs(key: nil, value: parameters) {
+            guard let field = escape(pair.field, bytesOf: encoding) else { return nil }
+            guard let value = pair.value, !(value is NSNull) else {
+                encoded.append(field)
+                continue
+            }
+            guard let escaped = escape(describe(value), bytesOf: encoding) else { return nil }
+            encoded.append(field + "=" + escaped)
+        }
+        return encoded.joined(separator: "&")
+    }
+
+    /// `string` written in `encoding`, each byte outside the literal set as `%XX`.
+    private static func escape(_ string: String, bytesOf encoding: String.Encoding) -> String? {
+        guard let bytes = string.data(using: encoding, allowLossyConversion: false) else { return nil }
+        let hex = Array("0123456789ABCDEF".utf8)
+        var escaped: [UInt8] = []
+        escaped.reserveCapacity(bytes.count * 3)
+        for byte in bytes {
+            if byte < 0x80, allowed.contains(Unicode.Scalar(byte)) {
+                escaped.append(byte)
+            } else {
+                escaped += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            }
+        }
+        return String(decoding: escaped, as: UTF8.self)
+    }
+
     struct Pair {
         let field: String
         let value: Any?

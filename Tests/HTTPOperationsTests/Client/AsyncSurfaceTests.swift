@@ -52,6 +52,29 @@ extension AllTests {
             #expect(try await manager.send("OPTIONS", "echo", as: Echo.self).method == "OPTIONS")
         }
 
+        /// A HEAD is answered without a body whatever its `Content-Length` (0 here) and its
+        /// type (`text/plain`): `EmptyResponse` takes it. Before, a HEAD was recognised only by
+        /// a `Content-Length` above 0, and its type had to be JSON.
+        @Test func aHeadOfAnyLengthAndTypeIsAnEmptyResponse() async throws {
+            let manager = Self.manager()
+            #expect(try await manager.head("status/200", as: EmptyResponse.self) == EmptyResponse())
+            #expect(try await manager.head("text", parameters: ["text": "hello"], as: EmptyResponse.self) == EmptyResponse())
+            // A GET of the same empty 200 still needs a body for a type that is not optional.
+            await #expect(throws: (any Error).self) { _ = try await manager.get("status/200", as: EmptyResponse.self) }
+        }
+
+        /// A serializer that made another type than asked: the error keeps the body, as every
+        /// other serialization error does (it was nil).
+        @Test func aTypeMismatchKeepsTheBody() async throws {
+            let manager = Self.manager()
+            manager.responseSerializer = JSONResponseSerializer()
+            let operation = manager.httpRequestOperation(with: URLRequest(url: testServer.url(.echo)), success: nil, failure: nil)
+            let error = await #expect(throws: ResponseSerializationError.self) {
+                _ = try await manager.run(operation, as: [Int].self)
+            }
+            #expect(error?.data != nil && error?.data == operation.responseData)
+        }
+
         @Test func aBodyThatDoesNotEncodeIsATypedErrorAndNothingIsSent() async throws {
             let server = try TestServer.start()
             defer { server.shutdown() }

@@ -39,6 +39,42 @@ extension AllTests {
             #expect(empty.url?.absoluteString == "http://a.test/p")
         }
 
+        /// The query goes before the URL's fragment (it went after it, where it is no query:
+        /// the server got the path without the parameters, and no error).
+        @Test func theQueryGoesBeforeTheFragment() throws {
+            let serializer = HTTPRequestSerializer()
+            let get = try serializer.request(method: "GET", urlString: "http://a.test/p#top", parameters: ["x": 1])
+            #expect(get.url?.absoluteString == "http://a.test/p?x=1#top")
+            #expect(get.url?.query == "x=1")
+            let withQuery = try serializer.request(method: "GET", urlString: "http://a.test/p?y=2#top", parameters: ["x": 1])
+            #expect(withQuery.url?.absoluteString == "http://a.test/p?y=2&x=1#top")
+        }
+
+        /// A form body is escaped in the charset it is labelled with: `é` in ISO-8859-1 is
+        /// `%E9` (it was `%C3%A9`, UTF-8's bytes, labelled `iso-8859-1`: a server read "Ã©").
+        /// Text the charset cannot write is a typed error; a charset no form can be sent in
+        /// (UTF-16, as HTML says) or without a known name is sent, and labelled, as UTF-8.
+        @Test func aFormBodyIsEscapedInTheCharsetItIsLabelledWith() throws {
+            var latin1 = HTTPRequestSerializer()
+            latin1.stringEncoding = .isoLatin1
+            let post = try latin1.request(method: "POST", urlString: "http://a.test/p", parameters: ["q": "é", "r": "a b"])
+            #expect(post.httpBody == Data("q=%E9&r=a%20b".utf8))
+            #expect(post.value(forHTTPHeaderField: "Content-Type") == "application/x-www-form-urlencoded; charset=iso-8859-1")
+            #expect(throws: RequestSerializationError.self) {
+                try latin1.request(method: "POST", urlString: "http://a.test/p", parameters: ["q": "€"])
+            }
+            for encoding in [String.Encoding.utf16, .utf32, .symbol] {
+                var serializer = HTTPRequestSerializer()
+                serializer.stringEncoding = encoding
+                let sent = try serializer.request(method: "POST", urlString: "http://a.test/p", parameters: ["q": "é"])
+                #expect(sent.httpBody == Data("q=%C3%A9".utf8), "\(encoding)")
+                #expect(sent.value(forHTTPHeaderField: "Content-Type") == "application/x-www-form-urlencoded; charset=utf-8", "\(encoding)")
+            }
+            // The query of a GET is UTF-8 whatever the form's charset (RFC 3986 §2.5).
+            let get = try latin1.request(method: "GET", urlString: "http://a.test/p", parameters: ["q": "é"])
+            #expect(get.url?.query == "q=%C3%A9")
+        }
+
         @Test func otherMethodsGetAFormBody() throws {
             let serializer = HTTPRequestSerializer()
             let post = try serializer.request(method: "POST", urlString: "http://a.test/p", parameters: ["b": "2 3", "a": 1])

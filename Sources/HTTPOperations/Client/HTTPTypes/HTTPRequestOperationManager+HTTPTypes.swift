@@ -97,7 +97,8 @@ extension HTTPRequestOperationManager {
 
     /// Runs `operation`, collecting at most `limit` body bytes, and returns its response and body.
     private func collect(_ operation: HTTPRequestOperation, upTo limit: Int?) async throws -> (response: HTTPResponse, body: Data) {
-        if let limit { operation.maximumBodySize = min(Int64(max(0, limit)), operation.maximumBodySize ?? .max) }
+        let limit = limit.map { max(0, $0) }
+        if let limit { operation.maximumBodySize = min(Int64(limit), operation.maximumBodySize ?? .max) }
         try await enqueueAndAwait(operation) { if let error = $0.error { throw error } }
         guard let response = operation.httpResponse else {
             // Every HTTP transfer that succeeded has a head; only a scheme without one lacks it.
@@ -125,6 +126,9 @@ extension HTTPRequestOperationManager {
         async throws -> (response: HTTPResponse, value: Value) {
         let operation = try operation(for: request, body: body)
         let (response, data) = try await collect(operation, upTo: limit)
+        if data.isEmpty, let value = emptyBodyValue(as: Value.self, status: response.status.code, answersHead: request.method == .head) {
+            return (response, value)
+        }
         do {
             return (response, try decoder.decode(type, from: data))
         } catch {

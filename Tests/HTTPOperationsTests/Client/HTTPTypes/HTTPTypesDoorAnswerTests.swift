@@ -12,6 +12,26 @@ extension AllTests {
     @Suite struct HTTPTypesDoorAnswers {
         typealias Machine = TransferStateMachine
 
+        /// An empty 204 decodes as `EmptyResponse` (or an optional), as on the other doors; it
+        /// was a `.decodingFailed` (JSONDecoder refuses empty data for every type).
+        @Test func anEmptyNoContentDecodesAsEmptyResponse() async throws {
+            let manager = HTTPRequestOperationManager()
+            let delete = HTTPRequest(method: .delete, url: testServer.url(.status(204)))
+            #expect(try await manager.perform(delete, decoding: EmptyResponse.self).value == EmptyResponse())
+            #expect(try await manager.perform(delete, decoding: [String: Int]?.self).value == nil)
+            await #expect(throws: ResponseSerializationError.self) {
+                _ = try await manager.perform(delete, decoding: [String: Int].self)
+            }
+        }
+
+        /// A negative `collectUpTo` is no limit below zero: it collects nothing more than 0
+        /// does, and an empty body passes (it failed as larger than -1 bytes).
+        @Test func aNegativeLimitIsZero() async throws {
+            let manager = HTTPRequestOperationManager()
+            let (response, body) = try await manager.perform(HTTPRequest(method: .get, url: testServer.url(.status(204))), collectUpTo: -1)
+            #expect(response.status == .noContent && body.isEmpty)
+        }
+
         /// A 200 cut short, whose retry is answered with a 500: before, the streamed body ended
         /// with its 40 bytes as if it were whole (the 500 was held aside, and every status is
         /// an answer there). Now the loop throws.
