@@ -28,6 +28,21 @@ extension AllTests {
             #expect(machine.transferCompleted(error: URLError(.cancelled)) == .report(.failure(.resume(.unrequestedPartialContent))))
         }
 
+        /// Resume data names version "v1", the file is still empty (killed before its first
+        /// write), and the whole answer is a 203 (a transforming proxy's) of 400 bytes, cut.
+        /// Those bytes are no "v1": they must never be continued with `If-Range: "v1"` (the
+        /// origin's 206 would be spliced onto them), in this process or from the resume data
+        /// saved for them. The validator, the version's length and the name go.
+        @Test func aWholeAnswerOtherThan200NamesNoVersion() {
+            var machine = Fixture.machine(validator: .entityTag(Self.etag), knownLength: 1000)
+            #expect(machine.begin(held: 0) == Machine.Send(rangeFrom: nil, validator: nil, reason: .first))
+            // A new identity: the resume data saved for the old version is replaced at once.
+            #expect(machine.headReceived(Fixture.head(203, ("Content-Length", "400"))) == .deliver(restartFromZero: false, newIdentity: true))
+            #expect(Fixture.body(&machine, 400) == .append)
+            #expect(machine.held.validator == nil && machine.held.entityTag == nil && machine.held.knownLength == nil)
+            #expect(machine.held.rangeStart(sendsOwnRange: false) == nil, "400 bytes of a 203 would be continued as \(Self.etag)")
+        }
+
         @Test func aPartialAnswerToARequestThatAskedForNoRangeIsRefused() {
             var machine = Fixture.machine()
             _ = machine.begin(held: 0)

@@ -109,13 +109,19 @@ extension TransferStateMachine {
         }
 
         /// A whole answer with `head` starts the bytes held: a 200 names their version and
-        /// length; any status is the one a later range must continue. True when it named a
-        /// new version.
+        /// length; any status is the one a later range must continue. True when it changed
+        /// the version named (the resume data is then saved again).
         mutating func wholeAnswer(_ head: ResponseHead) -> Bool {
             answerStatus = head.statusCode
             let length = head.decodedContentLength
             expectedLength = length ?? -1
-            guard head.statusCode == 200 else { return false }
+            guard head.statusCode == 200 else {
+                // Another status's bytes (a 203 of a transforming proxy) are of no version a
+                // validator names: the one saved for earlier bytes must never continue them.
+                let named = isNamed || validator != nil || entityTag != nil || lastModified != nil
+                (validator, entityTag, lastModified, knownLength, isNamed) = (nil, nil, nil, nil, false)
+                return named
+            }
             let (etag, modified) = (head.value(of: "ETag"), head.value(of: "Last-Modified"))
             // `Date` only judges a `Last-Modified` that stands alone: not looked up otherwise.
             let date = etag == nil && modified != nil ? head.value(of: "Date") : nil
