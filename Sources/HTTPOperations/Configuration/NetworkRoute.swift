@@ -67,7 +67,8 @@ public struct Proxy: Sendable, Equatable, CustomStringConvertible, CustomReflect
     public var password: String?
     /// Hosts reached directly instead, in `no_proxy`'s syntax: a host name matches itself and
     /// its subdomains, `*` matches all, and an IP address or CIDR range (`10.0.0.0/8`)
-    /// matches addresses.
+    /// matches addresses. The only hosts that go around this proxy: the environment's
+    /// `NO_PROXY` is not read for it.
     public var bypassedHosts: [String]
 
     /// The schemes a proxy URL may have.

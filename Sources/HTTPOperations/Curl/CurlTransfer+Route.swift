@@ -15,9 +15,9 @@ extension CurlTransfer {
             setString(CURLOPT_PROXY, "")
         case .proxy(let proxy):
             setString(CURLOPT_PROXY, proxy.url.absoluteString)
-            if !proxy.bypassedHosts.isEmpty {
-                setString(CURLOPT_NOPROXY, proxy.bypassedHosts.joined(separator: ","))
-            }
+            // Always set: unset, curl reads `NO_PROXY` from the environment, and hosts there
+            // would go around the proxy the caller named. An empty list bypasses none.
+            setString(CURLOPT_NOPROXY, proxy.bypassedHosts.joined(separator: ","))
             if let user = proxy.user {
                 setProxyCredential(user: user, password: proxy.password ?? "")
             }

@@ -107,6 +107,20 @@ extension AllTests {
             #expect(headers["via"] == nil, "\(headers)")
         }
 
+        /// A proxy the operation names is its proxy for every host but those it bypasses:
+        /// `NO_PROXY` in the environment (`169.254.169.254,.svc,localhost` in many containers)
+        /// does not take hosts around it. libcurl read it whenever the bypass list was empty,
+        /// so requests to those hosts went direct, around an egress or filtering proxy. The
+        /// variable is removed before the test ends (the suite runs serialized).
+        @Test func theEnvironmentsNoProxyDoesNotBypassANamedProxy() async throws {
+            setenv("NO_PROXY", "127.0.0.1,localhost", 1)
+            setenv("no_proxy", "127.0.0.1,localhost", 1)
+            defer { unsetenv("NO_PROXY"); unsetenv("no_proxy") }
+            let (outcome, headers) = try await Self.echo(through: Self.proxied(ProxyServers.openHTTP))
+            #expect(outcome.error == nil)
+            #expect(headers["via"]?.contains("tinyproxy") == true, "went around the proxy: \(headers)")
+        }
+
         /// `http_proxy` is read by default and ignored by `.direct`. The environment is the
         /// process's: the suite runs serialized (``AllTests``), and the variable is removed
         /// before the test ends.
