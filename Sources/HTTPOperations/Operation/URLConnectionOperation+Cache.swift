@@ -169,9 +169,10 @@ extension URLConnectionOperation {
     /// - the operation's cookie store as `Cookie` (after the request's own, if any), by its
     ///   identity in this process: a response is the answer only for requests with the same
     ///   store, and never for one after a restart;
-    /// - the caller's ``URLConnectionOperation/cachePartition`` and the values of its
-    ///   ``OperationConfiguration/sensitiveHeaderFields``, under a name no request on the wire
-    ///   carries.
+    /// - the caller's ``URLConnectionOperation/cachePartition``, the values of its
+    ///   ``OperationConfiguration/sensitiveHeaderFields``, the client certificate its security
+    ///   policy presents for the URL's host, and a route's Unix socket and host overrides (they
+    ///   choose the server), under a name no request on the wire carries.
     static func cacheView(of request: URLRequest, settings: Settings) -> URLRequest {
         var view = request
         if request.value(forHTTPHeaderField: "Authorization") == nil {
@@ -189,11 +190,19 @@ extension URLConnectionOperation {
         // The caller's partition, and the values of the fields it named sensitive (an API key):
         // each names whom the request speaks for.
         // Each part length-prefixed (no CR or LF: Foundation drops a field value holding one).
-        let sensitive = settings.configuration.sensitiveHeaderFields.sorted().compactMap { name in
+        var parts = settings.configuration.sensitiveHeaderFields.sorted().compactMap { name in
             request.value(forHTTPHeaderField: name).map { "\(name.utf8.count):\(name)=\($0.utf8.count):\($0)" }
         }
-        if settings.cachePartition != nil || !sensitive.isEmpty {
-            let partition = ([settings.cachePartition.map { "\($0.utf8.count):\($0)" } ?? "-"] + sensitive).joined(separator: ",")
+        // Who the TLS handshake says the client is, and which server a route reaches for the
+        // URL: neither is in the request, and each may change the answer.
+        if let identity = settings.configuration.securityPolicies.policy(forHostOf: request.url).clientIdentity {
+            parts.append("client-certificate:\(identity.parsedCertificate.fingerprint)")
+        }
+        let route = settings.configuration.route
+        if let socket = route.unixSocketPath { parts.append("unix-socket:\(socket.utf8.count):\(socket)") }
+        parts += route.hostOverrides.map { "connect-to:\($0.connectToEntry)" }
+        if settings.cachePartition != nil || !parts.isEmpty {
+            let partition = ([settings.cachePartition.map { "\($0.utf8.count):\($0)" } ?? "-"] + parts).joined(separator: ",")
             view.setValue(partition, forHTTPHeaderField: CachedResponse.partitionField)
         }
         return view

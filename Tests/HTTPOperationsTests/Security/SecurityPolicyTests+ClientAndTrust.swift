@@ -157,3 +157,33 @@ extension AllTests.SecurityPolicyTests {
         #expect(server.http.receivedRequests.isEmpty)
     }
 }
+
+extension AllTests.SecurityPolicyTests {
+    /// A response to a request made with one client certificate is never the cache's answer
+    /// to a request with another or none: the certificate is who the request speaks for, as
+    /// a credential is, though nothing in the request shows it. (The second request was
+    /// answered from the cache with the first one's `private` response; it must go to the
+    /// server, which refuses a client without a certificate.)
+    @Test func oneClientCertificatesAnswerIsNeverAnothersFromTheCache() async throws {
+        let server = try TLSTestServer.start(.requiresClientCertificate)
+        defer { server.shutdown() }
+        let authorities = [try Self.certificate(Self.certificates.root)]
+        let client = try ClientIdentity(certificate: .pem(Data(Self.certificates.client.certificatePEM.utf8)),
+                                        privateKey: .pem(Data(Self.certificates.client.privateKeyPEM.utf8)))
+        let cache = try HTTPCache()
+        let url = server.http.url(.cacheable(key: "mtls-\(UUID().uuidString)", cacheControl: "private, max-age=600"))
+        func get(_ identity: ClientIdentity?) async throws -> HTTPRequestOperation {
+            let operation = HTTPRequestOperation(request: URLRequest(url: url))
+            operation.securityPolicy = try SecurityPolicy(trustedCertificateAuthorities: authorities, clientIdentity: identity)
+            operation.configuration.cache = cache
+            _ = try await run(operation)
+            return operation
+        }
+        let first = try await get(client)
+        #expect(first.error == nil, "\(String(describing: first.error))")
+        #expect(try await get(client).cacheResult == .hit)
+        let without = try await get(nil)
+        #expect(without.cacheResult != .hit, "the certificate holder's answer was given to a request without one")
+        #expect(without.error != nil)
+    }
+}
