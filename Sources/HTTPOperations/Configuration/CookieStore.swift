@@ -57,6 +57,12 @@ public final class CookieStore: Sendable {
     ///   when the store has no file, `CocoaError(.fileWriteUnknown)` when curl wrote nothing.
     public func save() async throws {
         guard let file else { throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "This cookie store has no file."]) }
+        // The jar holds credentials. curl makes a new one with the process's default mode
+        // (0644 under the usual umask) and gives its replacement the mode of the file it
+        // replaces: made first, empty and private, it stays the owner's only. One that exists
+        // keeps its mode. Here, not on the network thread, which makes no file system call.
+        let descriptor = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if descriptor >= 0 { close(descriptor) }
         await onNetworkThread { $0.save(to: file) }
         guard FileManager.default.fileExists(atPath: file.path) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file.path])

@@ -83,6 +83,23 @@ extension AllTests {
             await #expect(throws: CocoaError.self) { try await CookieStore().save() }
         }
 
+        /// The jar holds session cookies, credentials: a new one is readable by its owner only,
+        /// as the resume data and the cache's files are (curl made it 0644 under the usual
+        /// umask: readable by every user of the machine). A jar that exists keeps its mode.
+        @Test func aNewJarIsReadableByItsOwnerOnly() async throws {
+            let file = temporaryFile()
+            defer { try? FileManager.default.removeItem(at: file) }
+            let store = CookieStore(persistingTo: file)
+            _ = try await Self.get("/cookies/set", store: store)
+            try await store.save()
+            let mode = try permissions(of: file)
+            #expect(mode & 0o077 == 0, "mode \(String(mode, radix: 8))")
+            #expect(try String(contentsOf: file, encoding: .utf8).contains("session\ts3cret"))
+            // Saved again: still the owner's only.
+            try await store.save()
+            #expect(try permissions(of: file) & 0o077 == 0)
+        }
+
         /// A server saves its cookies at exit, after a shutdown that stopped the network thread:
         /// the jar gets the cookies, not an empty file (what it got before the fix).
         @Test func aStoreSavesItsCookiesAfterItsNetworkThreadStopped() async throws {
