@@ -103,6 +103,23 @@ extension AllTests {
             #expect(op.downloadMetrics.restartsFromZero == 1)
         }
 
+        /// Resume data whose validator is a weak tag (written by hand, or by another program):
+        /// it is never sent as `If-Range` (RFC 9110 §13.1.5; a server comparing weakly would
+        /// splice), so the download starts over. It was sent.
+        @Test func resumeDataWithAWeakTagAsItsValidatorStartsOver() async throws {
+            let resource = try RewrittenResource(fields: "ETag: W/\"same\"\r\n")
+            let file = temporaryFile()
+            defer { removeDownload(file) }
+            try Data(Self.version(1).prefix(80_000)).write(to: file)
+            let saved = ResumeData(url: resource.url, validator: .entityTag("W/\"same\""), offset: 80_000,
+                                   expectedLength: Int64(Self.length), destination: file)
+            _ = try await run(HTTPRequestOperation(request: URLRequest(url: resource.url)))
+            let op = HTTPRequestOperation(resumeData: saved)
+            #expect(try await run(op).error == nil)
+            #expect(try Data(contentsOf: file) == Data(Self.version(2)))
+            #expect(resource.asked.all.last == "range=- if-range=-", "\(resource.asked.all)")
+        }
+
         /// From reading (issue 38): a 206 with `bytes N-M/*` (no complete length) whose body ends
         /// short of M, close-delimited, was reported complete. Confirmed: 600 of 1,000 bytes
         /// were a success. Now the rest is asked for, and the download completes.

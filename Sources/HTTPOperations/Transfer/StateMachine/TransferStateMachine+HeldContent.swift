@@ -41,6 +41,10 @@ extension TransferStateMachine {
         ///   - rangeWithoutValidator: The caller vouches for bytes held without a validator.
         init(validator: ResumeValidator? = nil, entityTag: String? = nil, lastModified: String? = nil,
              knownLength: Int64? = nil, rangeWithoutValidator: Bool = false) {
+            // A tag that is not strong (`W/"x"`, from resume data written elsewhere) is no
+            // validator `If-Range` may carry (RFC 9110 §13.1.5): the bytes held are unnamed.
+            var validator = validator
+            if case .entityTag(let tag)? = validator, !tag.hasPrefix("\"") { validator = nil }
             self.validator = validator
             self.isNamed = validator != nil || rangeWithoutValidator
             switch validator {
