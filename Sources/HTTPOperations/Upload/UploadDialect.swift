@@ -29,6 +29,10 @@ struct UploadDialect: Sendable {
         var request = template
         request.httpBody = nil
         request.httpBodyStream = nil
+        // Each request's framing is its own: a template's `Content-Length` (tus's own example
+        // creation carries `0`), `Transfer-Encoding` or `Host` (the upload's URL may be on
+        // another authority) would contradict the body or the URL, and be refused.
+        for name in ["Content-Length", "Transfer-Encoding", "Host"] { request.setValue(nil, forHTTPHeaderField: name) }
         let tus = uploadProtocol == .tus
         switch step {
         case .discover:
