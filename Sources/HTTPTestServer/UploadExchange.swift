@@ -122,7 +122,7 @@ final class UploadExchange {
     }
 
     private func location(of id: String) -> String {
-        "http://\(field("Host") ?? "127.0.0.1")/\(dialect == .tus ? "tus" : "ietf")/\(collection)/\(id)"
+        "http://\(options.locationHost ?? field("Host") ?? "127.0.0.1")/\(dialect == .tus ? "tus" : "ietf")/\(collection)/\(id)"
     }
 
     /// The answer for an upload that is not there (any more).

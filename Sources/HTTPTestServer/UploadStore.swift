@@ -67,6 +67,9 @@ public final class UploadStore: Sendable {
         public var plainEndpoint = false
         /// The draft's `Upload-Limit` `max-append-size`.
         public var maximumAppendSize: Int64?
+        /// The host (with its port) the upload's `Location` names instead of the request's
+        /// `Host`: the same server, on another origin (`localhost:port` for `127.0.0.1:port`).
+        public var locationHost: String?
         /// Whether the bytes are kept (``Upload/bytes``); false: only counted and hashed
         /// (``Upload/sha256``), so that a test measuring the client's memory in the same
         /// process does not measure the server's. `loseBytes` does nothing then.

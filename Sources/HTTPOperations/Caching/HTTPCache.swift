@@ -171,11 +171,14 @@ public final class HTTPCache: Sendable {
     ///   - ticket: ``invalidationTicket()`` when the request was planned; nil: not checked.
     ///   - answeredBy: The URL that gave the answer, when a redirect was followed: its
     ///     `Location` and `Content-Location` are read against it, on its origin only.
+    ///   - answeredByUnsafeMethod: The request that reached `answeredBy` still had an unsafe
+    ///     method (a 307 or 308 keeps it): that URL is invalidated too.
     /// - Returns: The merged stored response to answer with, or nil.
     func responseArrived(
         for request: URLRequest, plan: CachePlan, status: Int,
         fields: [(name: String, value: String)], body: Data?,
-        requestTime: Date, responseTime: Date, plannedAt ticket: UInt64? = nil, answeredBy: URL? = nil
+        requestTime: Date, responseTime: Date, plannedAt ticket: UInt64? = nil, answeredBy: URL? = nil,
+        answeredByUnsafeMethod: Bool = false
     ) -> CachedResponse? {
         guard let url = request.url else { return nil }
         let answering = answeredBy ?? url
@@ -183,14 +186,15 @@ public final class HTTPCache: Sendable {
         let key = Self.cacheKey(for: url)
         if HTTPCachePolicy.invalidates(method: method, status: status) {
             // The target, the URL that answered when a redirect that keeps the method (307,
-            // 308) took the request there (it acted on it), and the URLs its `Location` and
-            // `Content-Location` name on the same origin (§4.4: never another origin's, which
-            // would let a server drop them).
+            // 308) took the unsafe request there (it acted on it; not after a 303 made it a
+            // GET), and the URLs its `Location` and `Content-Location` name on the same origin
+            // (§4.4: never another origin's, which would let a server drop them).
             let named = fields.filter { $0.name.caseInsensitiveCompare("Location") == .orderedSame
                 || $0.name.caseInsensitiveCompare("Content-Location") == .orderedSame }
                 .compactMap { URL(string: $0.value.trimmingCharacters(in: .whitespaces), relativeTo: answering)?.absoluteURL }
                 .filter { RedirectPolicy.isSameOrigin($0, answering) }
-            for invalidated in Set([key, Self.cacheKey(for: answering)] + named.map(Self.cacheKey)) {
+            let landed = answeredBy != nil && answeredByUnsafeMethod ? [Self.cacheKey(for: answering)] : []
+            for invalidated in Set([key] + landed + named.map(Self.cacheKey)) {
                 invalidations.withLock { $0.invalidate(invalidated) }
                 storage.remove(key: invalidated)
             }

@@ -62,9 +62,13 @@ public final class CookieStore: Sendable {
         // replaces: made first, empty and private, it stays the owner's only. One that exists
         // keeps its mode. Here, not on the network thread, which makes no file system call.
         let descriptor = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if descriptor >= 0 { close(descriptor) }
+        let made = descriptor >= 0
+        if made { close(descriptor) }
         await onNetworkThread { $0.save(to: file) }
-        guard FileManager.default.fileExists(atPath: file.path) else {
+        // curl says nothing when it cannot write: a jar made here and still empty was not written.
+        let written = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int).flatMap { $0 } ?? 0
+        guard FileManager.default.fileExists(atPath: file.path), !made || written > 0 else {
+            if made { try? FileManager.default.removeItem(at: file) }
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file.path])
         }
     }

@@ -2,7 +2,9 @@
 /// `EventSource` does, bounded for a server that must not hang or grow without limit.
 public struct EventStreamConfiguration: Sendable, Equatable {
     /// How long to wait before reconnecting until the server sends a `retry` field
-    /// (the standard leaves it to the client; browsers wait a few seconds). 3 s.
+    /// (the standard leaves it to the client; browsers wait a few seconds), and the least
+    /// the backoff starts from when connections fail in a row, whatever the server's `retry`
+    /// (from the second failure). 3 s.
     public var reconnectionDelay: Duration = .seconds(3)
     /// The longest wait before a reconnection, whatever the server's `retry` or the backoff
     /// after failures asks. 60 s.

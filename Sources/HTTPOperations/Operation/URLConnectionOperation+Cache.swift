@@ -110,17 +110,21 @@ extension URLConnectionOperation {
     /// `URLError(.badServerResponse)`: it answers a condition the caller never set, and the
     /// stored response is dropped, so sending the request again loads it.
     func cacheAnswerArrived() {
-        let (exchange, head, data, failed) = state.withLock { state in
-            (state.cacheExchange, state.responseHead, state.responseData, state.error != nil || state.cancelRequested)
+        let (exchange, head, data, failed, finalRequest, limit) = state.withLock { state in
+            (state.cacheExchange, state.responseHead, state.responseData, state.error != nil || state.cancelRequested,
+             state.currentRequest, state.settings.download.maximumBodySize)
         }
         guard let exchange, let (head, url) = head else { return }
+        // The request that reached `url` (after redirects): unsafe still after a 307 or 308.
+        let landedUnsafe = !HTTPCachePolicy.safeMethods.contains(HTTPCache.method(of: finalRequest))
         if failed {
             // An unsafe request's non-error head is enough to invalidate (§4.4): the server
             // acted on it, whether or not its body then arrived whole. Nothing is stored.
             if HTTPCachePolicy.invalidates(method: HTTPCache.method(of: exchange.request), status: head.statusCode) {
                 _ = exchange.cache.responseArrived(for: exchange.request, plan: .network(storeResponse: false), status: head.statusCode,
                                                    fields: head.fields, body: nil, requestTime: exchange.requestTime,
-                                                   responseTime: Date(), plannedAt: exchange.ticket, answeredBy: url)
+                                                   responseTime: Date(), plannedAt: exchange.ticket, answeredBy: url,
+                                                   answeredByUnsafeMethod: landedUnsafe)
             }
             return
         }
@@ -130,7 +134,8 @@ extension URLConnectionOperation {
         let plan = redirected ? .network(storeResponse: false) : exchange.plan
         let merged = exchange.cache.responseArrived(for: exchange.request, plan: plan, status: head.statusCode,
                                                     fields: head.fields, body: data, requestTime: exchange.requestTime,
-                                                    responseTime: Date(), plannedAt: exchange.ticket, answeredBy: url)
+                                                    responseTime: Date(), plannedAt: exchange.ticket, answeredBy: url,
+                                                    answeredByUnsafeMethod: landedUnsafe)
         if merged == nil, head.statusCode == 304, case .revalidate(let stored, _) = exchange.plan {
             exchange.cache.removeStored(stored)
             let error = URLError(.badServerResponse, url: url, description: "The server answered the cache's revalidation of \(stored.url) with a 304 "
@@ -140,7 +145,17 @@ extension URLConnectionOperation {
             return
         }
         guard let merged else { return }
-        let answer = Self.head(answering: merged, at: Date())
+        if let limit, Int64(merged.body.count) > limit {
+            // The limit holds for a stored body made the answer, as for the server's.
+            state.withLock { $0.error = TransferError.bodyTooLarge(limit: limit, url: url) }
+            return
+        }
+        var answer = Self.head(answering: merged, at: Date())
+        // The 304's `Set-Cookie` is for this client (never stored): its response keeps it.
+        let cookies = head.fields.filter { fieldNamesMatch($0.name, "Set-Cookie") }
+        if !cookies.isEmpty {
+            answer = ResponseHead(statusCode: answer.statusCode, httpVersion: answer.httpVersion, fields: answer.fields + cookies)
+        }
         state.withLock { state in
             state.cacheExchange?.result = .revalidated
             state.responseHead = (answer, url)
@@ -195,12 +210,14 @@ extension URLConnectionOperation {
         }
         // Who the TLS handshake says the client is, and which server a route reaches for the
         // URL: neither is in the request, and each may change the answer.
-        if let identity = settings.configuration.securityPolicies.policy(forHostOf: request.url).clientIdentity {
+        if request.url?.scheme?.lowercased() == "https",
+           let identity = settings.configuration.securityPolicies.policy(forHostOf: request.url).clientIdentity {
             parts.append("client-certificate:\(identity.parsedCertificate.fingerprint)")
         }
         let route = settings.configuration.route
         if let socket = route.unixSocketPath { parts.append("unix-socket:\(socket.utf8.count):\(socket)") }
-        parts += route.hostOverrides.map { "connect-to:\($0.connectToEntry)" }
+        let host = request.url?.host?.lowercased()
+        parts += route.hostOverrides.filter { $0.host.lowercased() == host }.map { "connect-to:\($0.connectToEntry)" }
         if settings.cachePartition != nil || !parts.isEmpty {
             let partition = ([settings.cachePartition.map { "\($0.utf8.count):\($0)" } ?? "-"] + parts).joined(separator: ",")
             view.setValue(partition, forHTTPHeaderField: CachedResponse.partitionField)

@@ -102,7 +102,15 @@ extension ResumableUploadOperation {
             request.httpBody = nil
             request.httpBodyStream = streamed
         }
-        let connection = connectionOperation(for: request)
+        var connection = connectionOperation(for: request)
+        // On another origin, the fields the connection's configuration names secret stay
+        // behind too (an API key), as a redirect's would.
+        let secret = connection.configuration.sensitiveHeaderFields
+        if !secret.isEmpty, dialect.leavesOrigin(request.url) {
+            var kept = request
+            UploadDialect.removeFields(secret, from: &kept)
+            if kept.allHTTPHeaderFields?.count != request.allHTTPHeaderFields?.count { connection = connectionOperation(for: kept) }
+        }
         prepare(connection, for: step, sendingFrom: offset)
         let opened = state.withLock { state -> Int? in
             let mayGo = state.machine.phase == .running || (step == .terminate && state.machine.phase == .cancelling)
@@ -184,7 +192,8 @@ extension ResumableUploadOperation {
                 guard interim.statusCode == 104,
                       interim.value(forHTTPHeaderField: "Upload-Draft-Interop-Version") == UploadDialect.ietfInteropVersion,
                       let location = interim.value(forHTTPHeaderField: "Location"),
-                      let url = URL(string: location, relativeTo: request.url) else { return }
+                      let url = URL(string: location, relativeTo: request.url),
+                      !UploadDialect.downgrades(from: request.url, to: url.absoluteURL) else { return }
                 state.withLock { $0.machine.learnedLocation(url.absoluteURL) }
                 // Saved at once: a crash during a creation that carries the whole upload can go
                 // on from it. (The loop waits for this request meanwhile: never two at once.)

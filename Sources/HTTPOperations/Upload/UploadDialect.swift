@@ -32,7 +32,7 @@ struct UploadDialect: Sendable {
         // Each request's framing is its own: a template's `Content-Length` (tus's own example
         // creation carries `0`), `Transfer-Encoding` or `Host` (the upload's URL may be on
         // another authority) would contradict the body or the URL, and be refused.
-        for name in ["Content-Length", "Transfer-Encoding", "Host"] { request.setValue(nil, forHTTPHeaderField: name) }
+        Self.removeFields(["content-length", "transfer-encoding", "host"], from: &request)
         let tus = uploadProtocol == .tus
         switch step {
         case .discover:
@@ -69,8 +69,8 @@ struct UploadDialect: Sendable {
         }
         // The server names the upload's URL: credentials given for the creation endpoint do not
         // follow it to another origin (as a redirect's would not).
-        if let url = request.url, !(template.url.map { RedirectPolicy.isSameOrigin(url, $0) } ?? false) {
-            for name in ["Authorization", "Proxy-Authorization", "Cookie"] { request.setValue(nil, forHTTPHeaderField: name) }
+        if leavesOrigin(request.url) {
+            Self.removeFields(["authorization", "proxy-authorization", "cookie"], from: &request)
         }
         return request
     }
@@ -107,13 +107,38 @@ struct UploadDialect: Sendable {
         answer.offset = value("Upload-Offset").flatMap(Self.offset)
         answer.length = value("Upload-Length").flatMap(Self.offset)
         if let location = value("Location"), let url = URL(string: location, relativeTo: requestURL) {
-            answer.location = url.absoluteURL
+            if Self.downgrades(from: requestURL, to: url.absoluteURL) {
+                answer.insecureLocation = url.absoluteURL
+            } else {
+                answer.location = url.absoluteURL
+            }
         }
         if uploadProtocol == .ietfDraft {
             answer.complete = value("Upload-Complete").flatMap(Self.structuredBoolean)
         }
         if step == .discover { answer.discovery = UploadDiscovery(value: value) }
         return answer
+    }
+
+    /// Removes the fields whose lower-cased names are in `names`, however the caller spelled
+    /// them (Foundation's `setValue(nil, forHTTPHeaderField:)` removes only the spelling given).
+    static func removeFields(_ names: Set<String>, from request: inout URLRequest) {
+        for name in (request.allHTTPHeaderFields ?? [:]).keys where names.contains(name.lowercased()) {
+            request.setValue(nil, forHTTPHeaderField: name)
+        }
+    }
+
+    /// Whether `url` would take a request made over https to plain http (as a redirect may not,
+    /// ``SecurityError`` `.insecureRedirect`).
+    static func downgrades(from requestURL: URL?, to url: URL) -> Bool {
+        requestURL?.scheme?.lowercased() == "https" && url.scheme?.lowercased() == "http"
+    }
+
+    /// Whether `url` is on another origin than the creation request's: the fields that speak
+    /// for the caller stay behind (as a redirect's would).
+    func leavesOrigin(_ url: URL?) -> Bool {
+        guard let url else { return false }
+        return !(template.url.map { RedirectPolicy.isSameOrigin(url, $0) } ?? false)
     }
 
     /// An `Upload-Offset`: a non-negative decimal integer of at most 15 digits (a structured

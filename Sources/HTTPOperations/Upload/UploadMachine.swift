@@ -68,6 +68,8 @@ struct UploadMachine: Sendable, LoopMachine {
         /// `Upload-Length`, when the answer names it.
         var length: Int64?
         var location: URL?
+        /// A `Location` that would take the upload from https to plain http: refused.
+        var insecureLocation: URL?
         /// What the `OPTIONS` answer said.
         var discovery: UploadDiscovery?
         /// A transport failure that retries may cure (a drop, a timeout).
@@ -226,6 +228,10 @@ struct UploadMachine: Sendable, LoopMachine {
         case .discover:
             return afterDiscovery(answer.discovery)
         case .create(let count):
+            if let insecure = answer.insecureLocation {
+                // The bytes would go in clear, and the template's fields with them.
+                return finish(.failed(.invalidAnswer("the upload's URL \(insecure.absoluteString) is plain http, its creation's https")))
+            }
             guard let location = answer.location ?? uploadURL else {
                 // A server that does not resume (no 104, no Location) took the whole upload, if
                 // the creation carried it all and said so: that is a completed upload.

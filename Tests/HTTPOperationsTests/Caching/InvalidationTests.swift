@@ -22,6 +22,19 @@ extension AllTests.HTTPCacheOperations {
         #expect(testServer.requestCount(forResumableKey: key) == 3)
     }
 
+    /// A 303 makes the POST a GET: nothing unsafe reached the URL it landed on, whose stored
+    /// response stays (invalidating it would let any server drop another's entries).
+    @Test func anUnsafeRequestRedirectedIntoAGetLeavesWhereItLandedStored() async throws {
+        let cache = try HTTPCache()
+        let manager = Self.manager(cache)
+        let key = Self.key("see-other")
+        let target = testServer.url(.cacheable(key: key, cacheControl: "max-age=600"))
+        try await Self.get(target, on: manager)
+        let post = try await Self.get(testServer.url(.redirectTo(target.absoluteString, status: 303)), on: manager, method: "POST")
+        #expect(post.error == nil, "\(String(describing: post.error))")
+        #expect(try await Self.get(target, on: manager).cacheResult == .hit, "a GET after a 303 dropped the stored answer")
+    }
+
     /// A 2xx head is enough (§4.4: "a non-error status code"): a POST whose body then broke
     /// off still changed the resource, and its failure must not leave the old answer fresh.
     @Test func anUnsafeRequestWhoseAnswerBreaksOffAfterItsHeadStillInvalidates() async throws {

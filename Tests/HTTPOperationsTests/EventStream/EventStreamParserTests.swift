@@ -107,6 +107,19 @@ extension AllTests {
             #expect(parser.parse(Array("o\n\ndata: three\n\n".utf8)) == [Self.message("three", id: "1")])
         }
 
+        /// A pause held back events the parser had read (ids up to 40) and the reconnection
+        /// asked after the last one delivered (10): the new body's events without an id are
+        /// after 10, and a body cut before its first event leaves the id at 10, not at 40
+        /// (which would make the next reconnection skip 11 to 40).
+        @Test func aNewStreamStartsFromTheIdItsRequestNamed() throws {
+            var parser = EventStreamParser(lastEventID: "9")
+            _ = parser.parse(Array("id: 10\ndata: ten\n\nid: 40\ndata: forty\n\n".utf8))
+            #expect(parser.lastEventID == "40")
+            parser.beginStream(after: "10")
+            #expect(parser.lastEventID == "10")
+            #expect(parser.parse(Array("data: x\n\n".utf8)) == [Self.message("x", id: "10")])
+        }
+
         @Test func aNewStreamMayStartWithItsOwnBOMAndAHalfCRLFIsForgotten() throws {
             var parser = EventStreamParser()
             #expect(parser.parse(Self.bom + Array("data: a\n\ndata: b\r".utf8)) == [Self.message("a")])
