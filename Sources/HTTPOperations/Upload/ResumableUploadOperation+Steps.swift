@@ -109,6 +109,7 @@ extension ResumableUploadOperation {
         if !secret.isEmpty, dialect.leavesOrigin(request.url) {
             var kept = request
             UploadDialect.removeFields(secret, from: &kept)
+            // Compared by count: `URLRequest`'s `==` does not see its header fields here.
             if kept.allHTTPHeaderFields?.count != request.allHTTPHeaderFields?.count { connection = connectionOperation(for: kept) }
         }
         prepare(connection, for: step, sendingFrom: offset)

@@ -121,7 +121,7 @@ struct UploadDialect: Sendable {
     }
 
     /// Removes the fields whose lower-cased names are in `names`, however the caller spelled
-    /// them (Foundation's `setValue(nil, forHTTPHeaderField:)` removes only the spelling given).
+    /// them.
     static func removeFields(_ names: Set<String>, from request: inout URLRequest) {
         for name in (request.allHTTPHeaderFields ?? [:]).keys where names.contains(name.lowercased()) {
             request.setValue(nil, forHTTPHeaderField: name)
