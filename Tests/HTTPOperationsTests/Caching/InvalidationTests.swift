@@ -7,32 +7,20 @@ import Testing
 /// than it was sent, or its answer broke off: the server acted on it either way.
 extension AllTests.HTTPCacheOperations {
     /// A 308 keeps the method: the PUT changed the resource it landed on, whose stored
-    /// response must go (only the URL it was sent to, and the answer's `Location`, went).
-    @Test func anUnsafeRequestRedirectedWithItsMethodInvalidatesWhereItLanded() async throws {
-        let cache = try HTTPCache()
-        let manager = Self.manager(cache)
-        let key = Self.key("redirected-put")
+    /// response must go (only the URL it was sent to, and the answer's `Location`, went). A 303
+    /// makes a POST a GET: nothing unsafe reached where it landed, whose stored response stays
+    /// (invalidating it would let any server drop another's entries).
+    @Test(arguments: [(308, "PUT", true), (303, "POST", false)])
+    func anUnsafeRequestRedirectedInvalidatesWhereItLandedOnlyIfStillUnsafe(status: Int, method: String, invalidates: Bool) async throws {
+        let manager = Self.manager(try HTTPCache())
+        let key = Self.key("redirected-\(method)")
         let target = testServer.url(.cacheable(key: key, cacheControl: "max-age=600"))
         try await Self.get(target, on: manager)
-        let put = try await Self.get(testServer.url(.redirectTo(target.absoluteString, status: 308)), on: manager, method: "PUT")
-        #expect(put.error == nil, "\(String(describing: put.error))")
-        #expect(testServer.requestCount(forResumableKey: key) == 2, "the PUT did not land on the stored URL")
+        let sent = try await Self.get(testServer.url(.redirectTo(target.absoluteString, status: status)), on: manager, method: method)
+        #expect(sent.error == nil, "\(String(describing: sent.error))")
+        #expect(testServer.requestCount(forResumableKey: key) == 2, "the \(method) did not land on the stored URL")
         let after = try await Self.get(target, on: manager)
-        #expect(after.cacheResult == .miss, "the resource the PUT changed was answered from the cache")
-        #expect(testServer.requestCount(forResumableKey: key) == 3)
-    }
-
-    /// A 303 makes the POST a GET: nothing unsafe reached the URL it landed on, whose stored
-    /// response stays (invalidating it would let any server drop another's entries).
-    @Test func anUnsafeRequestRedirectedIntoAGetLeavesWhereItLandedStored() async throws {
-        let cache = try HTTPCache()
-        let manager = Self.manager(cache)
-        let key = Self.key("see-other")
-        let target = testServer.url(.cacheable(key: key, cacheControl: "max-age=600"))
-        try await Self.get(target, on: manager)
-        let post = try await Self.get(testServer.url(.redirectTo(target.absoluteString, status: 303)), on: manager, method: "POST")
-        #expect(post.error == nil, "\(String(describing: post.error))")
-        #expect(try await Self.get(target, on: manager).cacheResult == .hit, "a GET after a 303 dropped the stored answer")
+        #expect(after.cacheResult == (invalidates ? .miss : .hit), "after a \(status)")
     }
 
     /// A 2xx head is enough (§4.4: "a non-error status code"): a POST whose body then broke
