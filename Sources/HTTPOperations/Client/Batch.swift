@@ -12,7 +12,9 @@ extension HTTPRequestOperationManager {
     /// `progress` runs as each operation's outcome is known, after its own success or failure
     /// block, on that operation's completion queue. The completion operation runs after every
     /// one of them has finished — so after all their blocks and every progress call. An empty
-    /// batch's completion runs as soon as it is enqueued.
+    /// batch's completion runs as soon as it is enqueued. A manager's shutdown does not cancel
+    /// it, and a manager that has shut down runs it (with its refused operations) all the same:
+    /// its `name` marks it, so leave that as it is.
     ///
     /// - Returns: The operations and, last, the completion operation; enqueue them all (or use
     ///   ``enqueueBatch(of:progress:completion:)``).
@@ -31,9 +33,21 @@ extension HTTPRequestOperationManager {
         }
         let all = Handover(operations)
         let done = BlockOperation { completion?(all.value) }
+        done.name = Self.batchCompletionName
         operations.forEach(done.addDependency)
         return operations + [done]
     }
+
+    /// The `name` of a batch's completion operation: how the manager knows it (a shutdown
+    /// never swallows it; see ``batch(of:progress:completion:)``).
+    static let batchCompletionName = "HTTPOperations.batch-completion"
+
+    /// Where a batch completion the manager refused runs, once its refused operations finished.
+    static let refusedBatchCompletions: OperationQueue = {
+        let queue = OperationQueue()
+        queue.name = "HTTPOperations.refused-batch-completions"
+        return queue
+    }()
 
     /// Makes a batch (see ``batch(of:progress:completion:)``) and enqueues it.
     @discardableResult

@@ -59,7 +59,8 @@ extension HTTPRequestOperationManager {
                 downloads.append(connection)
             } else if started {
                 running.append(operation)
-            } else {
+            } else if operation.name != Self.batchCompletionName {
+                // A batch's completion waits for its operations, which end within the shutdown.
                 cancelledAtOnce.append(operation)
             }
         }

@@ -265,7 +265,11 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
             return !settings.isShutDown
         }
         guard accepted else {
-            if let refusable = operation as? any RefusableOperation {
+            if operation.name == Self.batchCompletionName {
+                // A batch's completion: its operations are refused too, and it reports them once
+                // they finished (never cancelled: a caller waits on it).
+                Self.refusedBatchCompletions.addOperation(operation)
+            } else if let refusable = operation as? any RefusableOperation {
                 refusable.refuse(TransferError(.managerShutDown, url: refusable.request.url,
                                                detail: "The manager is shut down: it starts no more operations"))
             } else {
