@@ -42,10 +42,12 @@ extension HTTPRequestOperationManager {
     /// never swallows it; see ``batch(of:progress:completion:)``).
     static let batchCompletionName = "HTTPOperations.batch-completion"
 
-    /// Where a batch completion the manager refused runs, once its refused operations finished.
+    /// Where a batch completion the manager refused runs, once its refused operations finished:
+    /// one at a time, off the manager's queue.
     static let refusedBatchCompletions: OperationQueue = {
         let queue = OperationQueue()
         queue.name = "HTTPOperations.refused-batch-completions"
+        queue.maxConcurrentOperationCount = 1
         return queue
     }()
 

@@ -24,8 +24,9 @@ extension HTTPRequestOperationManager {
     /// process that is told to stop): from now on it refuses new operations (see
     /// ``enqueue(_:)``); operations not started yet are cancelled; downloads to files are
     /// paused and their resume data saved (when `pauseDownloads`); every other running
-    /// request gets `gracePeriod` to finish, and is cancelled after it. Returns once every
-    /// operation of the manager has finished.
+    /// request, and a batch's completion (which runs once its operations ended), gets
+    /// `gracePeriod` to finish, and is cancelled after it. Returns once every operation of the
+    /// manager has finished.
     ///
     /// The network thread is shared by every manager of the process. Unless asked, it keeps
     /// running: it holds no transfer of this manager afterwards, and costs nothing while idle.
@@ -57,10 +58,11 @@ extension HTTPRequestOperationManager {
             let started = operation.isExecuting || connection?.isPaused == true
             if pauseDownloads, started, let connection, connection.destinationURL != nil {
                 downloads.append(connection)
-            } else if started {
+            } else if started || operation.name == Self.batchCompletionName {
+                // A batch's completion is waited for as a running request is: its operations
+                // end within the shutdown, and a caller waits on it.
                 running.append(operation)
-            } else if operation.name != Self.batchCompletionName {
-                // A batch's completion waits for its operations, which end within the shutdown.
+            } else {
                 cancelledAtOnce.append(operation)
             }
         }

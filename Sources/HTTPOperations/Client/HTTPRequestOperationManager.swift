@@ -255,8 +255,9 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
     /// so the manager keeps waiting operations to itself.
     ///
     /// Once ``shutdown(gracePeriod:pauseDownloads:stoppingNetworkThread:)`` has begun, the operation is refused
-    /// instead: a `URLConnectionOperation` fails with ``TransferError`` `.managerShutDown`,
-    /// any other operation is cancelled.
+    /// instead: a `URLConnectionOperation` fails with ``TransferError`` `.managerShutDown`, a
+    /// batch's completion runs once they ended (see ``batch(of:progress:completion:)``), any
+    /// other operation is cancelled.
     public func enqueue(_ operation: Operation) {
         // Added under the lock shutdown() marks the manager with: an operation is either in
         // the queue it drains, or refused.
