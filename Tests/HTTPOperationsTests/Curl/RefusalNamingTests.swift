@@ -6,7 +6,7 @@ import Testing
 /// A delegate that refuses a head or a body chunk ends its transfer with curl's
 /// `CURLE_WRITE_ERROR`, whose own message says only how many bytes were refused. The reason the
 /// delegate gives (``CurlTransfer/refusal``) is named in that error, so that a refusal no
-/// recorded failure explains (one storm operation in 170,000 ended so) names its guard.
+/// recorded failure explains names its guard.
 extension AllTests {
     @Suite struct RefusalNamingTests {
         /// Refuses the head or the first body chunk with a reason, and hands over the error.

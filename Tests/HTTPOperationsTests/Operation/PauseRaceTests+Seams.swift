@@ -5,8 +5,8 @@ import Synchronization
 import Testing
 
 /// Interleavings of a caller's `pause()` and `resume()` with the network thread, replayed at
-/// the driver's seams (``DriverSeam``, debug builds) instead of left to timing: the storm
-/// (`Storm`) met one of them once in about 170,000 operations.
+/// the driver's seams (``DriverSeam``, debug builds) instead of left to timing, which makes
+/// them rare (the storm, `Storm`, meets them by chance).
 extension AllTests.PauseRaces {
     #if DEBUG
     /// Runs `action` for the first arrival at each seam, on a thread of its own as a
