@@ -267,7 +267,7 @@ open class HTTPRequestOperationManager: @unchecked Sendable {
         }
         guard accepted else {
             if operation.name == Self.batchCompletionName {
-                // A batch's completion: its operations are refused too, and it reports them once
+                // A batch's completion: its operations are refused as well, and it reports them once
                 // they finished (never cancelled: a caller waits on it).
                 Self.refusedBatchCompletions.addOperation(operation)
             } else if let refusable = operation as? any RefusableOperation {

@@ -53,8 +53,8 @@ extension AllTests {
         }
 
         /// A HEAD is answered without a body whatever its `Content-Length` (0 here) and its
-        /// type (`text/plain`): `EmptyResponse` takes it. Before, a HEAD was recognised only by
-        /// a `Content-Length` above 0, and its type had to be JSON.
+        /// type (`text/plain`): `EmptyResponse` takes it. The serializer knows it asked a HEAD,
+        /// so neither the length nor the type decides.
         @Test func aHeadOfAnyLengthAndTypeIsAnEmptyResponse() async throws {
             let manager = Self.manager()
             #expect(try await manager.head("status/200", as: EmptyResponse.self) == EmptyResponse())
