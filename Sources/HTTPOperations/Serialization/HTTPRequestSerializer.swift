@@ -256,20 +256,14 @@ public struct HTTPRequestSerializer: URLRequestSerialization {
     /// has a name here and a form can be sent in it; UTF-8 for UTF-16 and UTF-32 (as HTML
     /// submits a form whose charset is one of them) and for encodings without a known name.
     var formCharset: (encoding: String.Encoding, name: String) {
-        switch stringEncoding {
-        case .isoLatin1: (.isoLatin1, "iso-8859-1")
-        case .isoLatin2: (.isoLatin2, "iso-8859-2")
-        case .ascii: (.ascii, "us-ascii")
-        case .windowsCP1250: (.windowsCP1250, "windows-1250")
-        case .windowsCP1251: (.windowsCP1251, "windows-1251")
-        case .windowsCP1252: (.windowsCP1252, "windows-1252")
-        case .windowsCP1253: (.windowsCP1253, "windows-1253")
-        case .windowsCP1254: (.windowsCP1254, "windows-1254")
-        case .shiftJIS: (.shiftJIS, "shift_jis")
-        case .japaneseEUC: (.japaneseEUC, "euc-jp")
-        case .iso2022JP: (.iso2022JP, "iso-2022-jp")
-        case .macOSRoman: (.macOSRoman, "macintosh")
-        default: (.utf8, "utf-8")
-        }
+        Self.formCharsetNames[stringEncoding].map { (stringEncoding, $0) } ?? (.utf8, "utf-8")
     }
+
+    /// The IANA names of the encodings a form body is sent in as they are.
+    private static let formCharsetNames: [String.Encoding: String] = [
+        .isoLatin1: "iso-8859-1", .isoLatin2: "iso-8859-2", .ascii: "us-ascii",
+        .windowsCP1250: "windows-1250", .windowsCP1251: "windows-1251", .windowsCP1252: "windows-1252",
+        .windowsCP1253: "windows-1253", .windowsCP1254: "windows-1254", .shiftJIS: "shift_jis",
+        .japaneseEUC: "euc-jp", .iso2022JP: "iso-2022-jp", .macOSRoman: "macintosh",
+    ]
 }

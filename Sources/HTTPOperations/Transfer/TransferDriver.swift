@@ -245,20 +245,14 @@ final class TransferDriver: CurlTransferDelegate, @unchecked Sendable {
 
     /// Ends the transfer with `error` (a failure found here rather than by the machine),
     /// unless the outcome was already given.
-    func fail(_ error: any Error, response: URLResponse? = nil) {
+    ///
+    /// - Parameter attempt: The attempt whose transfer found the failure, when one did: only
+    ///   while the machine is still at it (checked in the lock that ends it).
+    func fail(_ error: any Error, response: URLResponse? = nil, attempt: Int? = nil) {
         assertOnNetworkThread()
-        guard withMachine({ $0.end() }) else { return }
+        guard withMachine({ machine in (attempt.map { machine.attempt.number == $0 } ?? true) && machine.end() }) else { return }
         stopTransfer()
         finish(response: response, error: error)
-    }
-
-    /// Ends the transfer with `error`, found by the transfer that served `attempt`: only while
-    /// the machine is still at that attempt (checked in the lock that ends it).
-    func fail(_ error: any Error, attempt: Int) {
-        assertOnNetworkThread()
-        guard withMachine({ $0.attempt.number == attempt && $0.end() }) else { return }
-        stopTransfer()
-        finish(response: nil, error: error)
     }
 
     // MARK: - Transfers
